@@ -1,0 +1,217 @@
+//! `hare-recv`: receive bulk data or files from `hare-send` over QUIC (or kernel TCP with
+//! `--tcp`), serving many senders at once.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use hare_transfer::cc::QuicCc;
+use hare_transfer::quic_config::{Link, DEFAULT_WINDOW};
+use hare_transfer::receiver::DEFAULT_PORT;
+use hare_transfer::report::{JsonTarget, OutputOptions};
+use hare_transfer::tcp::TcpOptions;
+use hare_transfer::{Limits, Receiver, RecvOptions};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "hare-recv",
+    version,
+    about = "Receive bulk data or files from hare-send over QUIC (or kernel TCP)",
+    long_about = "Receive bulk data or files from hare-send.\n\n\
+        On first start it makes a self-signed certificate in the identity directory and prints \
+        its SHA-256 fingerprint: give that to hare-send --pin.\n\n\
+        Examples:\n  hare-recv\n  HARE_TOKEN=s3cret hare-recv --dir ~/incoming\n  \
+        hare-recv --tcp --cc cubic"
+)]
+struct Cli {
+    /// Address to listen on (UDP; TCP with --tcp).
+    #[arg(long, value_name = "ADDR", default_value_t = SocketAddr::from(([0, 0, 0, 0, 0, 0, 0, 0], DEFAULT_PORT)))]
+    listen: SocketAddr,
+    /// State directory of the certificate and key (default $XDG_STATE_HOME/hare).
+    #[arg(long, value_name = "DIR")]
+    identity: Option<PathBuf>,
+    /// Extra DNS name or IP for a newly made certificate (besides localhost); repeatable.
+    #[arg(long = "name", value_name = "NAME")]
+    names: Vec<String>,
+    /// Token every sender must present.
+    #[arg(long, value_name = "TOKEN", env = "HARE_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Receive files into this directory (without it, file jobs are refused).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Stream receive window (k/m/g powers of 2; with --tcp: SO_RCVBUF). Default 32m (QUIC).
+    #[arg(short = 'w', value_name = "SIZE")]
+    window: Option<String>,
+    /// Fixed UDP payload size (initial MTU, max UDP payload and MTU-discovery bound).
+    #[arg(long, value_name = "BYTES")]
+    mtu: Option<u16>,
+    /// This side's controller (hare-cc grammar; it only sends control data and ACKs), or the
+    /// kernel name with --tcp.
+    #[arg(long, value_name = "SPEC")]
+    cc: Option<String>,
+    /// Write one qlog per connection (and a .cc.jsonl sidecar) here.
+    #[arg(long, value_name = "DIR")]
+    qlog: Option<PathBuf>,
+    /// Report interval in seconds.
+    #[arg(short = 'i', value_name = "SECONDS", default_value_t = 1.0)]
+    interval: f64,
+    /// Connections served at once.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_conns)]
+    max_conns: usize,
+    /// Largest job (bulk size or total file size).
+    #[arg(long, value_name = "SIZE", default_value = "1t")]
+    max_size: String,
+    /// Longest timed bulk job, seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = Limits::default().max_seconds)]
+    max_time: f64,
+    /// Largest connection window granted to one sender (bounds memory per connection).
+    #[arg(long, value_name = "SIZE", default_value = "256m")]
+    max_window: String,
+    /// Serve one job, then exit with its status.
+    #[arg(short = '1', long)]
+    one_shot: bool,
+    /// Append one iperf3-shaped JSON document per connection to FILE (`-`: stdout).
+    #[arg(long, value_name = "FILE|-")]
+    json: Option<String>,
+    /// Kernel TCP instead of QUIC (reference runs; unencrypted).
+    #[arg(long)]
+    tcp: bool,
+    /// No report lines (the listening address and fingerprint are still printed).
+    #[arg(short = 'q', long)]
+    quiet: bool,
+    /// More logging (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(short = 'v', action = clap::ArgAction::Count)]
+    verbose: u8,
+}
+
+fn size(s: &str, what: &str) -> Result<u64> {
+    Ok(hare_link::units::parse_size(s)
+        .with_context(|| format!("{what} {s}"))?
+        .bytes())
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let default = match cli.verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+    if !(0.1..=3600.0).contains(&cli.interval) {
+        anyhow::bail!("-i must be between 0.1 and 3600 seconds");
+    }
+    let identity_dir = match cli.identity {
+        Some(d) => d,
+        None => hare_transfer::identity::default_dir()
+            .context("no home directory: give --identity DIR")?,
+    };
+    let explicit_window = cli.window.as_deref().map(|w| size(w, "-w")).transpose()?;
+    let json = cli.json.map(|j| {
+        if j == "-" {
+            JsonTarget::Stdout
+        } else {
+            JsonTarget::File(j.into())
+        }
+    });
+    let to_stdout = json != Some(JsonTarget::Stdout);
+    let tcp = if cli.tcp {
+        Some(TcpOptions {
+            cc: hare_transfer::cc::kernel_tcp_name(cli.cc.as_deref().unwrap_or("cubic"))?,
+            buffer: explicit_window.map(|w| w as usize),
+            pacing_rate: None,
+            mss: None,
+        })
+    } else {
+        None
+    };
+    let cc = match (&cli.cc, cli.tcp) {
+        (Some(s), false) => QuicCc::parse(s)?,
+        _ => QuicCc::default(),
+    };
+    let opts = RecvOptions {
+        listen: cli.listen,
+        identity_dir: identity_dir.clone(),
+        names: cli.names,
+        token: cli.token,
+        dir: cli.dir,
+        link: Link {
+            window: explicit_window.unwrap_or(DEFAULT_WINDOW),
+            streams: 1,
+            mtu: cli.mtu,
+        },
+        cc,
+        qlog: cli.qlog,
+        interval: Duration::from_secs_f64(cli.interval),
+        limits: Limits {
+            max_conns: cli.max_conns.max(1),
+            max_job_bytes: size(&cli.max_size, "--max-size")?,
+            max_seconds: cli.max_time,
+            max_files: Limits::default().max_files,
+            max_window: size(&cli.max_window, "--max-window")?,
+        },
+        one_shot: cli.one_shot,
+        output: OutputOptions {
+            quiet: cli.quiet,
+            json,
+            jsonl: None,
+            progress: false,
+        },
+        tcp,
+    };
+    let tcp_mode = opts.tcp.is_some();
+    // One current-thread runtime per process (PLATFORM-FACTS: faster on 2 cores).
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    rt.block_on(async move {
+        let receiver = Receiver::bind(opts)?;
+        let say = |s: String| {
+            if to_stdout {
+                println!("{s}");
+            } else {
+                eprintln!("{s}");
+            }
+        };
+        say(format!(
+            "hare-recv: listening on {} ({})",
+            receiver.local_addr(),
+            if tcp_mode { "kernel TCP" } else { "QUIC" }
+        ));
+        if let Some(fp) = receiver.fingerprint() {
+            if receiver.created_identity() {
+                say(format!(
+                    "hare-recv: new identity created in {}",
+                    identity_dir.display()
+                ));
+            }
+            say(format!("hare-recv: certificate sha256 {fp}"));
+        }
+        let (trigger, stop) = hare_transfer::stop_pair();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                trigger.stop();
+            }
+        });
+        receiver.run(stop).await?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("hare-recv: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! The hare-recv binary with an in-process sender on loopback.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use hare_transfer::identity::Fingerprint;
+use hare_transfer::testkit::send_options;
+use hare_transfer::trust::Trust;
+use hare_transfer::{send, SendJob, Stop, TransferError};
+
+struct Recv {
+    child: Child,
+    addr: std::net::SocketAddr,
+    fingerprint: String,
+}
+
+impl Drop for Recv {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Start hare-recv and read its listening address and fingerprint from stdout.
+fn start(args: &[&str], env: &[(&str, &str)]) -> Recv {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hare-recv"));
+    cmd.args(["--listen", "127.0.0.1:0"])
+        .args(args)
+        .env_remove("HARE_TOKEN");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn hare-recv");
+    let out = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().take(1000) {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line);
+        }
+    });
+    let (mut addr, mut fp) = (None, None);
+    let t = Instant::now();
+    while (addr.is_none() || fp.is_none()) && t.elapsed() < Duration::from_secs(20) {
+        let Ok(line) = rx.recv_timeout(Duration::from_secs(20)) else {
+            break;
+        };
+        if let Some(r) = line.strip_prefix("hare-recv: listening on ") {
+            addr = r.split_whitespace().next().and_then(|a| a.parse().ok());
+        }
+        if let Some(r) = line.strip_prefix("hare-recv: certificate sha256 ") {
+            fp = Some(r.trim().to_owned());
+        }
+    }
+    Recv {
+        child,
+        addr: addr.expect("listening line"),
+        fingerprint: fp.expect("fingerprint line"),
+    }
+}
+
+fn wait_exit(r: &mut Recv) -> Option<i32> {
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(30) {
+        if let Ok(Some(s)) = r.child.try_wait() {
+            return s.code();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+#[test]
+fn first_start_makes_a_private_identity_and_one_shot_serves_files() {
+    let state = tempfile::tempdir().expect("tempdir");
+    let dst = tempfile::tempdir().expect("tempdir");
+    let id_dir = state.path().join("hare");
+    let id = id_dir.to_str().expect("utf8");
+    let mut r = start(
+        &[
+            "--identity",
+            id,
+            "--dir",
+            dst.path().to_str().expect("utf8"),
+            "--one-shot",
+            "-q",
+        ],
+        &[],
+    );
+    let mode = std::fs::metadata(id_dir.join("key.pem"))
+        .expect("key")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "key file is private");
+    let pinned = Fingerprint::of_pem_file(&id_dir.join("cert.pem")).expect("cert");
+    assert_eq!(
+        r.fingerprint,
+        pinned.to_string(),
+        "printed fingerprint is the certificate's"
+    );
+
+    let src = tempfile::tempdir().expect("tempdir");
+    std::fs::write(src.path().join("hello.txt"), b"hello over QUIC\n").expect("w");
+    let job = SendJob::Files {
+        paths: vec![src.path().join("hello.txt")],
+        resume: false,
+        force: false,
+        parallel: 1,
+    };
+    let outcome = rt()
+        .block_on(send(
+            send_options(r.addr, Some(Trust::Pin(pinned)), job),
+            Stop::never(),
+        ))
+        .expect("send");
+    assert!(outcome.files[0].ok);
+    assert_eq!(
+        std::fs::read(dst.path().join("hello.txt")).expect("r"),
+        b"hello over QUIC\n"
+    );
+    assert_eq!(wait_exit(&mut r), Some(0), "one-shot exits after the job");
+
+    // A second start reuses the identity: same fingerprint, no new key.
+    let r2 = start(&["--identity", id], &[]);
+    assert_eq!(r2.fingerprint, pinned.to_string());
+}
+
+#[test]
+fn token_from_the_environment_is_required() {
+    let state = tempfile::tempdir().expect("tempdir");
+    let id = state.path().join("id");
+    let mut r = start(
+        &["--identity", id.to_str().expect("utf8"), "--one-shot", "-q"],
+        &[("HARE_TOKEN", "open sesame")],
+    );
+    let pin: Fingerprint = r.fingerprint.parse().expect("pin");
+    let job = SendJob::Bulk {
+        bytes: Some(1 << 20),
+        seconds: None,
+        streams: 1,
+    };
+    let err = rt()
+        .block_on(send(
+            send_options(r.addr, Some(Trust::Pin(pin)), job),
+            Stop::never(),
+        ))
+        .expect_err("refused");
+    assert!(
+        matches!(&err, TransferError::Refused(m) if m.contains("token")),
+        "{err}"
+    );
+    assert_eq!(wait_exit(&mut r), Some(1), "the one-shot job failed");
+}

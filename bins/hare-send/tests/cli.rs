@@ -1,0 +1,285 @@
+//! The hare-send binary against an in-process receiver on loopback.
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use hare_transfer::testkit::{recv_options, BackgroundReceiver};
+
+fn hare_send() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hare-send"));
+    c.env_remove("HARE_PIN")
+        .env_remove("HARE_TOKEN")
+        .stdin(Stdio::null());
+    c
+}
+
+/// Wait for a child with a deadline; kill it if it overstays.
+fn wait_bounded(mut child: Child, limit: Duration) -> Output {
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if !matches!(child.try_wait(), Ok(Some(_))) {
+        let _ = child.kill();
+    }
+    child.wait_with_output().expect("child output")
+}
+
+fn run(cmd: &mut Command) -> Output {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn hare-send");
+    wait_bounded(child, Duration::from_secs(60))
+}
+
+fn receiver(dir: Option<&Path>) -> (tempfile::TempDir, BackgroundReceiver) {
+    let id = tempfile::tempdir().expect("tempdir");
+    let r = BackgroundReceiver::start(recv_options(id.path().into(), dir.map(Into::into)))
+        .expect("receiver");
+    (id, r)
+}
+
+#[test]
+fn bulk_with_json_on_stdout_reports_the_bytes_sent() {
+    let (_id, r) = receiver(None);
+    let fp = r.fingerprint.expect("fingerprint").to_string();
+    let out = run(hare_send().args([
+        "-n",
+        "4m",
+        "-i",
+        "0.2",
+        "--json",
+        "-",
+        "--pin",
+        &fp,
+        &r.addr.to_string(),
+    ]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is pure JSON");
+    assert_eq!(v["end"]["sum_received"]["bytes"].as_u64(), Some(4 << 20));
+    assert_eq!(v["end"]["hare"]["bytes"].as_u64(), Some(4 << 20));
+    let ivs = v["intervals"].as_array().expect("intervals");
+    assert_eq!(
+        ivs.iter()
+            .filter_map(|i| i["sum"]["bytes"].as_u64())
+            .sum::<u64>(),
+        4 << 20
+    );
+    assert_eq!(v["start"]["hare"]["interval_s"].as_f64(), Some(0.2));
+}
+
+#[test]
+fn text_report_has_nuttcp_lines_and_a_summary() {
+    let (_id, r) = receiver(None);
+    let fp = r.fingerprint.expect("fingerprint").to_string();
+    let out = run(hare_send().args(["-T", "1.2", "-i", "0.5", "--pin", &fp, &r.addr.to_string()]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(" MB / ") && l.contains(" Mbps"))
+        .collect();
+    assert!(lines.len() >= 3, "{text}");
+    assert!(
+        lines[0].contains(" lost  cwnd "),
+        "sender lines carry cwnd: {text}"
+    );
+    assert!(
+        lines[lines.len() - 1].contains("%TX"),
+        "summary with CPU: {text}"
+    );
+}
+
+#[test]
+fn wrong_pin_exits_nonzero_and_says_so() {
+    let (_id, r) = receiver(None);
+    let out = run(hare_send().args(["-n", "1m", "--pin", &"ab".repeat(32), &r.addr.to_string()]));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("certificate pin mismatch"), "{err}");
+}
+
+#[test]
+fn no_trust_is_a_usage_error() {
+    let out = run(hare_send().args(["-n", "1m", "127.0.0.1:9"]));
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no trust given"));
+}
+
+#[test]
+fn ctrl_c_aborts_a_file_and_resume_completes_it() {
+    let dst = tempfile::tempdir().expect("tempdir");
+    let (_id, r) = receiver(Some(dst.path()));
+    let fp = r.fingerprint.expect("fingerprint").to_string();
+    let src = tempfile::tempdir().expect("tempdir");
+    let file = src.path().join("movie.bin");
+    let data: Vec<u8> = (0..3_000_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    std::fs::write(&file, &data).expect("write");
+    let child = hare_send()
+        .args(["-R", "4m", "-q", "--pin", &fp])
+        .arg(&file)
+        .arg(r.addr.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Interrupt once data is arriving (polled, at most 30 s), however slow the host.
+    let part = dst.path().join(".movie.bin.hare-part");
+    for _ in 0..600 {
+        if std::fs::metadata(&part)
+            .map(|m| m.len() > 0)
+            .unwrap_or(false)
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("SIGINT");
+    let out = wait_bounded(child, Duration::from_secs(30));
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--resume"));
+    assert!(
+        !dst.path().join("movie.bin").exists(),
+        "no file under the final name"
+    );
+
+    // Give the receiver a moment to notice and keep the partial data (bounded).
+    for _ in 0..50 {
+        if std::fs::metadata(&part)
+            .map(|m| m.len() > 0)
+            .unwrap_or(false)
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = run(hare_send()
+        .args(["--resume", "--json", "-", "--pin", &fp])
+        .arg(&file)
+        .arg(r.addr.to_string()));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(dst.path().join("movie.bin")).expect("final file"),
+        data
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let sent = v["end"]["hare"]["bytes"].as_u64().expect("bytes");
+    assert!(
+        sent < data.len() as u64,
+        "resumed: only {sent} of {} bytes sent again",
+        data.len()
+    );
+}
+
+#[test]
+fn ctrl_c_ends_a_timed_bulk_run_cleanly_with_a_summary() {
+    let (_id, r) = receiver(None);
+    let fp = r.fingerprint.expect("fingerprint").to_string();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let jsonl = dir.path().join("run.jsonl");
+    let child = hare_send()
+        .args([
+            "-T", "60", "-R", "50m", "-i", "0.2", "--json", "-", "--pin", &fp,
+        ])
+        .arg("--jsonl")
+        .arg(&jsonl)
+        .arg(r.addr.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Interrupt once the first interval with data was reported (polled, at most 30 s).
+    for _ in 0..600 {
+        let text = std::fs::read_to_string(&jsonl).unwrap_or_default();
+        let data = text
+            .lines()
+            .any(|l| l.contains("\"type\":\"interval\"") && !l.contains("\"bytes\":0,"));
+        if data {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("SIGINT");
+    let out = wait_bounded(child, Duration::from_secs(30));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let secs = v["end"]["hare"]["seconds"].as_f64().expect("seconds");
+    assert!(secs < 30.0, "stopped early: {secs}");
+    let bytes = v["end"]["hare"]["bytes"].as_u64().expect("bytes");
+    // Some data, and far below 60 s worth at 50 Mbit/s (375 MB).
+    assert!(bytes > 0 && bytes < 200_000_000, "{bytes}");
+    let noted = v["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .any(|e| e["kind"]["message"].as_str() == Some("interrupted (Ctrl-C)"));
+    assert!(noted);
+}
+
+#[test]
+fn kernel_tcp_cubic_bulk() {
+    let id = tempfile::tempdir().expect("tempdir");
+    let mut o = recv_options(id.path().into(), None);
+    o.tcp = Some(hare_transfer::tcp::TcpOptions {
+        cc: "cubic".into(),
+        ..Default::default()
+    });
+    let r = BackgroundReceiver::start(o).expect("tcp receiver");
+    let out = run(hare_send().args([
+        "--tcp",
+        "--cc",
+        "cubic",
+        "-n",
+        "8m",
+        "--json",
+        "-",
+        &r.addr.to_string(),
+    ]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["end"]["hare"]["bytes"].as_u64(), Some(8 << 20));
+    assert_eq!(v["start"]["congestion_used"].as_str(), Some("kernel:cubic"));
+    assert_eq!(v["start"]["test_start"]["protocol"].as_str(), Some("TCP"));
+}

@@ -1,0 +1,416 @@
+//! The quinn adapter: [`HareController`] implements `quinn_proto::congestion::Controller` over
+//! the kernel model [`KernelCc`].
+//!
+//! # Translation rules (QUIC callbacks -> kernel events)
+//! - **Units.** The model counts segments of the current maximum datagram size (quinn's
+//!   `current_mtu`, what quinn's own controllers use as the MSS). Acknowledged bytes are turned
+//!   into segments with the byte remainder carried to the next ACK frame, so a run of
+//!   half-size packets counts as half as many segments. Bytes in flight become packets by
+//!   rounding up.
+//! - **One ACK = one ACK frame.** quinn calls `on_ack` once per newly acknowledged
+//!   ack-eliciting packet and then `on_end_acks` once per frame. The adapter collects the
+//!   frame (bytes, newest send time) and calls [`KernelCc::on_ack`] once, in `on_end_acks`,
+//!   like `tcp_ack()` processes one ACK segment.
+//! - **RTT.** The frame's sample is `now - sent` of its most recently sent packet, the
+//!   kernel's `ca_rtt_us` (`tcp_clean_rtx_queue`). quinn's `RttEstimator` is not used: it is
+//!   updated after the callbacks (one frame stale) and its `min()` starts at the 333 ms initial
+//!   RTT. Like the kernel's sample, it includes the peer's ACK delay.
+//! - **Rounds.** `on_sent`'s last packet number + 1 is `snd_nxt`; `on_end_acks`'s largest
+//!   acknowledged packet number is the `snd_una` analogue (packet numbers are per space: during
+//!   the handshake the Initial/Handshake numbers mix with 1-RTT ones, which can delay the
+//!   first HyStart round reset by a few packets).
+//! - **Loss.** quinn reports a loss batch per detection, not per episode. As the kernel enters
+//!   `TCP_CA_Recovery` once per window of data (RFC 6582 `high_seq`), the adapter remembers when
+//!   the current recovery started and ignores congestion events for packets sent before it;
+//!   the first acknowledgement of a packet sent after it ends the episode
+//!   ([`KernelCc::on_recovery_end`]). ECN-CE (`lost_bytes == 0`) reduces like a loss (RFC 9002
+//!   section 7.1; the kernel's `tcp_enter_cwr`). Persistent congestion (RFC 9002 section 7.6)
+//!   takes the kernel's RTO path ([`KernelCc::on_rto`], `tcp_enter_loss`) whatever the episode.
+//! - **Send test.** quinn blocks sending when `in_flight + mtu >= window()`, the kernel sends
+//!   while `packets_out < cwnd` (`tcp_cwnd_test`). `window()` therefore reports
+//!   `cwnd * mss + 1` bytes so that exactly `cwnd` full-size packets fit, as in the kernel
+//!   (without the extra byte a 1-segment loss window would block everything but probes).
+//!   `metrics()` and the snapshot report the kernel window `cwnd * mss`.
+//! - **Time.** Microseconds since the `now` given to `ControllerFactory::build`.
+//!   `on_mtu_update` has no `now`: the last time seen is used.
+
+use std::any::Any;
+
+use quinn_proto::congestion::{Controller, ControllerMetrics};
+use quinn_proto::RttEstimator;
+use std::time::Instant;
+
+use crate::engine::{AckEvent, KernelCc};
+use crate::events::{CcEvent, Snapshot};
+use crate::observer::{ConnectionId, Observer, Tap};
+use crate::profile::{Algorithm, Profile};
+
+/// Extra byte added to `window()` so that quinn's `>=` send test admits `cwnd` full packets.
+const SEND_TEST_SLACK: u64 = 1;
+
+/// The ACK frame being collected between `on_ack` calls and `on_end_acks`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Frame {
+    /// Ack-eliciting packets acknowledged in this frame.
+    packets: u32,
+    /// Their bytes.
+    bytes: u64,
+    /// Send time of the most recently sent of them.
+    newest_sent: Option<Instant>,
+    /// One of them was sent after the current recovery episode started.
+    ends_recovery: bool,
+}
+
+/// A quinn congestion controller running the Linux kernel model of one algorithm and profile.
+///
+/// Built by [`crate::HareFactory`] (usually through [`crate::CcSpec::factory`]). Read its state
+/// with [`HareController::snapshot`] after
+/// `connection.congestion_state().clone_box().into_any().downcast::<HareController>()`, or
+/// through an [`Observer`].
+#[derive(Clone)]
+pub struct HareController {
+    cc: KernelCc,
+    origin: Instant,
+    /// The last `now` converted and its value: quinn passes the same `now` to every callback
+    /// of one ACK frame or transmit burst, and `Instant` arithmetic is not free.
+    last_now: Instant,
+    last_now_us: u64,
+    mss: u32,
+    initial_window: u64,
+    frame: Frame,
+    /// Acknowledged bytes not yet worth a whole segment (always `< mss` after a frame).
+    ack_carry: u64,
+    /// Bytes in flight: quinn's figure from the last `on_end_acks`, plus sends since.
+    in_flight: u64,
+    /// `now` of the congestion event that started the current (or last) recovery episode.
+    recovery_start: Option<Instant>,
+    in_recovery: bool,
+    tap: Option<Tap>,
+}
+
+impl std::fmt::Debug for HareController {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HareController")
+            .field("cwnd", &self.cc.cwnd())
+            .field("ssthresh", &self.cc.ssthresh())
+            .field("mss", &self.mss)
+            .field("in_flight", &self.in_flight)
+            .field("in_recovery", &self.in_recovery)
+            .field("connection", &self.connection_id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl HareController {
+    /// Build a controller as `tcp_init_congestion_control()` would, at time `now` (the time
+    /// origin of every kernel timestamp) with quinn's current MTU as the segment size.
+    /// `paced` is what the kernel model's HyStart assumes (quinn always paces).
+    pub fn new(
+        algorithm: Algorithm,
+        profile: &Profile,
+        paced: bool,
+        now: Instant,
+        current_mtu: u16,
+        observer: Option<&Observer>,
+    ) -> Self {
+        let mss = u32::from(current_mtu).max(1);
+        let cc = KernelCc::new(algorithm, profile, paced, mss);
+        let initial_window = u64::from(cc.cwnd()) * u64::from(mss) + SEND_TEST_SLACK;
+        let mut this = Self {
+            cc,
+            origin: now,
+            last_now: now,
+            last_now_us: 0,
+            mss,
+            initial_window,
+            frame: Frame::default(),
+            ack_carry: 0,
+            in_flight: 0,
+            recovery_start: None,
+            in_recovery: false,
+            tap: None,
+        };
+        if let Some(observer) = observer {
+            let tap = observer.register(this.snapshot());
+            this.tap = Some(tap);
+        }
+        this
+    }
+
+    /// The id this controller's connection got from the [`Observer`], if one was given.
+    pub fn connection_id(&self) -> Option<ConnectionId> {
+        self.tap.as_ref().map(Tap::id)
+    }
+
+    /// The kernel model's state, with byte figures for the current segment size.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut s = self.cc.snapshot();
+        s.mss = self.mss;
+        s.cwnd = self.cc.cwnd();
+        s.cwnd_bytes = self.cwnd_bytes();
+        s.ssthresh = self.cc.ssthresh();
+        s.ssthresh_bytes = self.ssthresh_bytes();
+        s.t_us = s.t_us.max(self.last_now_us);
+        s
+    }
+
+    /// The kernel model itself (read-only), for exact-value inspection.
+    pub fn kernel(&self) -> &KernelCc {
+        &self.cc
+    }
+
+    /// `snd_cwnd` in segments.
+    pub fn cwnd_segments(&self) -> u32 {
+        self.cc.cwnd()
+    }
+
+    /// The segment size in bytes (quinn's current MTU).
+    pub fn mss(&self) -> u32 {
+        self.mss
+    }
+
+    /// Acknowledged bytes carried to the next frame (less than one segment between frames).
+    pub fn ack_carry(&self) -> u64 {
+        self.ack_carry
+    }
+
+    /// Bytes in flight as the adapter tracks them.
+    pub fn bytes_in_flight(&self) -> u64 {
+        self.in_flight
+    }
+
+    /// True between a window reduction and the first acknowledgement of a packet sent after it.
+    pub fn in_recovery(&self) -> bool {
+        self.in_recovery
+    }
+
+    /// The kernel's pacing-rate estimate in bits per second: the model's `sk_pacing_rate`
+    /// (`tcp_update_pacing_rate`, Linux 4.3+, updated on every ACK): `mss * max(cwnd,
+    /// packets_out) / srtt` times the profile's `pacing_ss_ratio` (200%) while `cwnd <
+    /// ssthresh / 2` (slow start well below ssthresh, including while ssthresh is infinite)
+    /// and `pacing_ca_ratio` (120%) otherwise, srtt being the kernel's 1/8-gain average of the
+    /// per-frame samples. `None` before the first RTT sample. Informational (qlog): quinn
+    /// paces with its own pacer.
+    pub fn pacing_rate_bps(&self) -> Option<u64> {
+        match self.cc.pacing_rate() {
+            0 => None,
+            bytes_per_s => Some(bytes_per_s.saturating_mul(8)),
+        }
+    }
+
+    /// The per-packet part of `on_ack` without quinn's `RttEstimator` (which the adapter does
+    /// not use and which cannot be built outside quinn-proto): the seam the event-sequence
+    /// driver ([`crate::script`]) and the fuzz target use.
+    pub fn on_packet_acked(&mut self, now: Instant, sent: Instant, bytes: u64) {
+        // `now` is converted once per frame, in on_end_acks (same `now` for the whole frame).
+        let _ = now;
+        self.in_flight = self.in_flight.saturating_sub(bytes);
+        let f = &mut self.frame;
+        f.packets = f.packets.saturating_add(1);
+        f.bytes = f.bytes.saturating_add(bytes);
+        if f.newest_sent.is_none_or(|s| sent > s) {
+            f.newest_sent = Some(sent);
+        }
+        if self.in_recovery && self.recovery_start.is_some_and(|r| sent > r) {
+            f.ends_recovery = true;
+        }
+    }
+
+    /// Microseconds since the origin; also becomes the "last time seen".
+    fn now_us(&mut self, now: Instant) -> u64 {
+        if now == self.last_now {
+            return self.last_now_us;
+        }
+        let us = now.saturating_duration_since(self.origin).as_micros();
+        // Times only move forward for the kernel model, even if quinn's clock stutters.
+        let us = u64::try_from(us).unwrap_or(u64::MAX).max(self.last_now_us);
+        self.last_now = now;
+        self.last_now_us = us;
+        us
+    }
+
+    fn packets_in_flight(&self, bytes: u64) -> u32 {
+        // A 32-bit division when the figure fits (the common case; it is on every send).
+        if let Ok(small) = u32::try_from(bytes) {
+            return small.div_ceil(self.mss);
+        }
+        let packets = bytes.div_ceil(u64::from(self.mss));
+        u32::try_from(packets).unwrap_or(u32::MAX)
+    }
+
+    fn cwnd_bytes(&self) -> u64 {
+        u64::from(self.cc.cwnd()) * u64::from(self.mss)
+    }
+
+    fn ssthresh_bytes(&self) -> Option<u64> {
+        self.cc
+            .ssthresh()
+            .map(|s| u64::from(s) * u64::from(self.mss))
+    }
+
+    /// Forward the model's decisions to `tracing` and the observer; publish when due.
+    fn after_decision(&mut self, frame_done: bool) {
+        let conn = self.connection_id().map_or(0, |id| id.0);
+        let mut had_events = false;
+        for event in self.cc.drain_events() {
+            had_events = true;
+            trace_event(conn, &event);
+            if let Some(tap) = self.tap.as_mut() {
+                tap.push(event);
+            }
+        }
+        let due = match self.tap.as_mut() {
+            None => false,
+            Some(tap) if frame_done => tap.frame_done(),
+            Some(tap) => had_events || tap.has_pending(),
+        };
+        if due {
+            // The tap leaves `self` for the call so that the snapshot can borrow `self`.
+            if let Some(mut tap) = self.tap.take() {
+                tap.try_publish(|| self.snapshot());
+                self.tap = Some(tap);
+            }
+        }
+    }
+}
+
+impl Drop for HareController {
+    fn drop(&mut self) {
+        if let Some(mut tap) = self.tap.take() {
+            tap.publish_blocking(|| self.snapshot());
+        }
+    }
+}
+
+/// Forward one kernel-model decision to `tracing` (target `hare_cc`, debug level) with the
+/// connection id. The kernel model itself logs each decision at info level without the id.
+fn trace_event(conn: u64, event: &CcEvent) {
+    tracing::debug!(target: "hare_cc", conn, event = ?event, "cc event");
+}
+
+impl Controller for HareController {
+    fn on_sent(&mut self, now: Instant, bytes: u64, last_packet_number: u64) {
+        let now_us = self.now_us(now);
+        self.in_flight = self.in_flight.saturating_add(bytes);
+        let packets_out = self.packets_in_flight(self.in_flight);
+        self.cc
+            .on_sent(now_us, last_packet_number.saturating_add(1), packets_out);
+    }
+
+    fn on_ack(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        bytes: u64,
+        _app_limited: bool,
+        _rtt: &RttEstimator,
+    ) {
+        self.on_packet_acked(now, sent, bytes);
+    }
+
+    fn on_end_acks(
+        &mut self,
+        now: Instant,
+        in_flight: u64,
+        _app_limited: bool,
+        largest_packet_num_acked: Option<u64>,
+    ) {
+        let now_us = self.now_us(now);
+        // quinn's figure is authoritative; it also removes the non-ack-eliciting bytes that
+        // on_sent counted.
+        self.in_flight = in_flight;
+        let frame = std::mem::take(&mut self.frame);
+        if frame.packets == 0 {
+            // An ACK of ACK-only packets (or of an old path): the kernel sees no data ACKed.
+            return;
+        }
+        if frame.ends_recovery {
+            self.in_recovery = false;
+            self.cc.on_recovery_end(now_us);
+        }
+        let mss = u64::from(self.mss);
+        let acked_pkts = if self.ack_carry == 0 && frame.bytes == u64::from(frame.packets) * mss {
+            // Full-size packets only (bulk transfer): no division needed.
+            frame.packets
+        } else {
+            let total = self.ack_carry.saturating_add(frame.bytes);
+            self.ack_carry = total % mss;
+            u32::try_from(total / mss).unwrap_or(u32::MAX)
+        };
+        let rtt_us = frame.newest_sent.map(|sent| {
+            let d = now.saturating_duration_since(sent).as_micros();
+            u64::try_from(d).unwrap_or(u64::MAX)
+        });
+        self.cc.on_ack(&AckEvent {
+            now_us,
+            acked_pkts,
+            rtt_us,
+            largest_acked: largest_packet_num_acked,
+            packets_in_flight: self.packets_in_flight(in_flight),
+        });
+        self.after_decision(true);
+    }
+
+    fn on_congestion_event(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        is_persistent_congestion: bool,
+        lost_bytes: u64,
+    ) {
+        let now_us = self.now_us(now);
+        self.in_flight = self.in_flight.saturating_sub(lost_bytes);
+        if is_persistent_congestion {
+            self.cc.on_rto(now_us);
+        } else if self.recovery_start.is_some_and(|start| sent <= start) {
+            // A later loss batch (or CE mark) of the episode already answered.
+            tracing::trace!(target: "hare_cc", t_us = now_us, "congestion event within recovery ignored");
+            return;
+        } else {
+            self.cc.on_congestion(now_us, lost_bytes == 0);
+        }
+        self.recovery_start = Some(now);
+        self.in_recovery = true;
+        self.after_decision(false);
+    }
+
+    fn on_mtu_update(&mut self, new_mtu: u16) {
+        let new_mss = u32::from(new_mtu).max(1);
+        if new_mss == self.mss {
+            return;
+        }
+        self.cc.on_mss_change(self.last_now_us, new_mss);
+        self.mss = new_mss;
+        self.after_decision(false);
+    }
+
+    fn window(&self) -> u64 {
+        self.cwnd_bytes() + SEND_TEST_SLACK
+    }
+
+    fn metrics(&self) -> ControllerMetrics {
+        let mut m = ControllerMetrics::default();
+        m.congestion_window = self.cwnd_bytes();
+        m.ssthresh = self.ssthresh_bytes();
+        m.pacing_rate = self.pacing_rate_bps();
+        m
+    }
+
+    fn clone_box(&self) -> Box<dyn Controller> {
+        Box::new(self.clone())
+    }
+
+    fn initial_window(&self) -> u64 {
+        self.initial_window
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+/// The crate README's examples (plugging a controller into `quinn::TransportConfig`),
+/// compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -1,0 +1,155 @@
+//! BIC (`net/ipv4/tcp_bic.c`): the binary-search increase, unchanged in substance from 2.6.20
+//! to today except for `initial_ssthresh` (100 -> 0 in 66e1e3b20cbb), the "no loss yet" key
+//! of the `cnt <= 20` cap (`loss_cwnd` -> `last_max_cwnd`), and the packet-counting slow start
+//! and undo of the modern stack. Its `epoch_start` is the shared [`DelayState`]'s.
+
+use crate::cubic::{ACK_RATIO_SHIFT, BICTCP_BETA_SCALE};
+use crate::delay::DelayState;
+use crate::profile::{PreLossKey, Profile, UndoRule};
+
+/// `BICTCP_B`: binary search goes to `(max + min) / B`.
+pub const BICTCP_B: u32 = 4;
+
+/// One connection's `struct bictcp` (BIC).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bic {
+    /// `cnt`: ACKs per +1 cwnd.
+    pub cnt: u32,
+    /// `last_max_cwnd`.
+    pub last_max_cwnd: u32,
+    /// `loss_cwnd`.
+    pub loss_cwnd: u32,
+    /// `last_cwnd`.
+    pub last_cwnd: u32,
+    /// `last_time` (jiffies).
+    pub last_time: u32,
+    /// `delayed_ack` (packets per ACK << 4), a u32 in every era of `tcp_bic.c`.
+    pub delayed_ack: u32,
+}
+
+impl Default for Bic {
+    fn default() -> Self {
+        Bic {
+            cnt: 0,
+            last_max_cwnd: 0,
+            loss_cwnd: 0,
+            last_cwnd: 0,
+            last_time: 0,
+            delayed_ack: 2 << ACK_RATIO_SHIFT,
+        }
+    }
+}
+
+impl Bic {
+    /// `bictcp_reset()` (init and `TCP_CA_Loss`; the caller resets `epoch_start`).
+    pub fn reset(&mut self) {
+        *self = Bic::default();
+    }
+
+    /// `bictcp_acked()`: `delayed_ack += cnt - delayed_ack / 16` (u32, state Open only).
+    pub fn ack_ratio_sample(&mut self, cnt: u32) {
+        self.delayed_ack = self
+            .delayed_ack
+            .wrapping_add(cnt.wrapping_sub(self.delayed_ack >> ACK_RATIO_SHIFT));
+    }
+
+    /// `bictcp_update(ca, cwnd)`: the binary-search `cnt`. Returns true when the kernel would
+    /// have divided by a zero `delayed_ack` (hare leaves `cnt` unscaled).
+    pub fn update(
+        &mut self,
+        cwnd: u32,
+        now_jiffies: u32,
+        hz: u32,
+        p: &Profile,
+        delay: &mut DelayState,
+    ) -> bool {
+        if self.last_cwnd == cwnd
+            && (now_jiffies.wrapping_sub(self.last_time) as i32) <= (hz / 32) as i32
+        {
+            return false;
+        }
+        self.last_cwnd = cwnd;
+        self.last_time = now_jiffies;
+
+        if delay.epoch_start == 0 {
+            delay.epoch_start = now_jiffies; // record the beginning of an epoch
+        }
+
+        // start off normal
+        if cwnd <= p.low_window {
+            self.cnt = cwnd;
+            return false;
+        }
+
+        let max_inc = p.max_increment.max(1);
+        if cwnd < self.last_max_cwnd {
+            // binary increase
+            let dist = (self.last_max_cwnd - cwnd) / BICTCP_B;
+            self.cnt = if dist > max_inc {
+                cwnd / max_inc // linear increase
+            } else if dist <= 1 {
+                cwnd.wrapping_mul(p.smooth_part) / BICTCP_B // binary search increase
+            } else {
+                cwnd / dist // binary search increase
+            };
+        } else if cwnd < self.last_max_cwnd.wrapping_add(BICTCP_B) {
+            // slow start
+            self.cnt = cwnd.wrapping_mul(p.smooth_part) / BICTCP_B;
+        } else if cwnd
+            < self
+                .last_max_cwnd
+                .wrapping_add(max_inc.wrapping_mul(BICTCP_B - 1))
+        {
+            // slow start
+            self.cnt = cwnd.wrapping_mul(BICTCP_B - 1) / (cwnd - self.last_max_cwnd);
+        } else {
+            // linear increase
+            self.cnt = cwnd / max_inc;
+        }
+
+        // if in slow start or link utilization is very low
+        let no_loss_yet = match p.pre_loss_key {
+            PreLossKey::LossCwnd => self.loss_cwnd == 0,
+            PreLossKey::LastMax => self.last_max_cwnd == 0,
+        };
+        if no_loss_yet && self.cnt > 20 {
+            self.cnt = 20; // increase cwnd 5% per RTT
+        }
+
+        // A zero ratio (only after a u32 wrap) would be a divide error in the kernel.
+        let scaled = (self.cnt << ACK_RATIO_SHIFT).checked_div(self.delayed_ack);
+        let guarded = scaled.is_none();
+        if let Some(cnt) = scaled {
+            self.cnt = cnt;
+        }
+        if self.cnt == 0 {
+            self.cnt = 1; // cannot be zero
+        }
+        guarded
+    }
+
+    /// `bictcp_recalc_ssthresh()`: fast convergence with BIC's beta, Reno halving at or
+    /// below `low_window`.
+    pub fn recalc_ssthresh(&mut self, cwnd: u32, p: &Profile, delay: &mut DelayState) -> u32 {
+        delay.epoch_start = 0; // end of epoch
+        self.last_max_cwnd = if cwnd < self.last_max_cwnd && p.fast_convergence {
+            cwnd.wrapping_mul(BICTCP_BETA_SCALE + p.bic_beta) / (2 * BICTCP_BETA_SCALE)
+        } else {
+            cwnd
+        };
+        self.loss_cwnd = cwnd;
+        if cwnd <= p.low_window {
+            (cwnd >> 1).max(2)
+        } else {
+            (cwnd.wrapping_mul(p.bic_beta) / BICTCP_BETA_SCALE).max(2)
+        }
+    }
+
+    /// `undo_cwnd`: `max(cwnd, last_max_cwnd)` up to 4.x, then `tcp_reno_undo_cwnd`.
+    pub fn undo_cwnd(&self, cwnd: u32, prior_cwnd: u32, rule: UndoRule) -> u32 {
+        match rule {
+            UndoRule::LastMax | UndoRule::LossCwnd => cwnd.max(self.last_max_cwnd),
+            UndoRule::PriorCwnd => cwnd.max(prior_cwnd),
+        }
+    }
+}

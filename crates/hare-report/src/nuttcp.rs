@@ -1,0 +1,61 @@
+//! nuttcp-style text lines, the lingua franca of the netdev threads.
+//!
+//! nuttcp 5.x/6.x prints `%10.4f MB / %6.2f sec = %9.4f Mbps` per interval, then
+//! `%d retrans` with `-i`; hare appends its own columns after those so that a line still
+//! reads like the thread's.
+
+use crate::{Interval, Summary, MIB};
+
+/// The nuttcp part of an interval line: `  867.3289 MB /   1.00 sec = 7275.9510 Mbps`.
+pub fn rate_part(bytes: u64, seconds: f64) -> String {
+    format!(
+        "{:10.4} MB / {:6.2} sec = {:9.4} Mbps",
+        bytes as f64 / MIB,
+        seconds,
+        crate::mbps(bytes, seconds)
+    )
+}
+
+/// A full sender interval line: the nuttcp part, lost packets, cwnd (bytes and segments),
+/// ssthresh and RTTs, the columns that are known.
+pub fn interval_line(iv: &Interval) -> String {
+    let mut s = rate_part(iv.bytes, iv.seconds());
+    s.push_str(&format!(" {:5} lost", iv.lost_packets));
+    if let (Some(b), Some(seg)) = (iv.cwnd_bytes, iv.cwnd_segments) {
+        s.push_str(&format!("  cwnd {:>11} B {:>7} seg", b, seg));
+    }
+    match iv.ssthresh_segments {
+        Some(t) => s.push_str(&format!("  ssthresh {:>7}", t)),
+        None if iv.cwnd_bytes.is_some() => s.push_str("  ssthresh     inf"),
+        None => {}
+    }
+    if let Some(r) = iv.srtt_ms {
+        s.push_str(&format!("  srtt {:8.3} ms", r));
+    }
+    if let Some(r) = iv.min_rtt_ms {
+        s.push_str(&format!("  min {:8.3} ms", r));
+    }
+    if iv.flow_control_limited {
+        s.push_str("  [flow-control limited]");
+    }
+    s
+}
+
+/// The summary line: nuttcp part, %CPU of each side when known, lost packets, RTT.
+pub fn summary_line(sum: &Summary) -> String {
+    let mut s = rate_part(sum.bytes, sum.seconds);
+    if let Some(tx) = sum.cpu_sender_pct {
+        s.push_str(&format!(" {:3.0} %TX", tx));
+    }
+    if let Some(rx) = sum.cpu_receiver_pct {
+        s.push_str(&format!(" {:3.0} %RX", rx));
+    }
+    s.push_str(&format!(" {} lost", sum.lost_packets));
+    if let Some(r) = sum.srtt_ms {
+        s.push_str(&format!(" {:.2} msRTT", r));
+    }
+    if !sum.valid {
+        s.push_str(" INVALID");
+    }
+    s
+}

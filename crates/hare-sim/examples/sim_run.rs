@@ -1,0 +1,66 @@
+//! One simulated run, printed nuttcp-style with its events:
+//! `cargo run -p hare-sim --example sim_run -- CONTROLLER RATE RTT QUEUE WINDOW SECONDS [MTU]`
+//! e.g. `cubic@linux-2.6.20,initial_ssthresh=100 10g 80ms 100m 60m 30 8952`.
+
+use std::time::Duration;
+
+use hare_link::units::{parse_duration, parse_rate, parse_size};
+use hare_link::PathConfig;
+use hare_sim::{simulate, SimConfig, Windows, Workload};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let a: Vec<String> = std::env::args().skip(1).collect();
+    if a.len() < 6 {
+        return Err("usage: sim_run CONTROLLER RATE RTT QUEUE WINDOW SECONDS [MTU]".into());
+    }
+    let path = PathConfig::symmetric(
+        parse_rate(&a[1])?,
+        parse_duration(&a[2])?,
+        Some(parse_size(&a[3])?),
+    );
+    let mut cfg = SimConfig::new("sim_run", path.forward, path.reverse, a[0].clone());
+    cfg.windows = Windows::uniform(parse_size(&a[4])?.0);
+    cfg.workload = Workload::Duration(Duration::from_secs(a[5].parse()?));
+    if let Some(m) = a.get(6) {
+        cfg.mtu = m.parse()?;
+    }
+    cfg.fine_interval = None;
+    let out = simulate(&cfg, &mut |_| {})?;
+    for i in &out.run.intervals {
+        println!(
+            "{:7.3} s {:10.4} MB {:10.3} Mbps lost {:6} cwnd {:7} ssthresh {:>7} srtt {:7.2} ms {:?}{}",
+            i.end_s,
+            i.bytes as f64 / 1048576.0,
+            i.mbps(),
+            i.lost_packets,
+            i.cwnd_segments.unwrap_or(0),
+            i.ssthresh_segments.map_or("-".to_string(), |s| s.to_string()),
+            i.srtt_ms.unwrap_or(0.0),
+            i.phase,
+            if i.flow_control_limited { " window-limited" } else { "" }
+        );
+    }
+    for e in out.run.events.iter().take(40) {
+        println!("{:8.3} s {:?}", e.t_s, e.kind);
+    }
+    if let Some(s) = &out.run.summary {
+        println!(
+            "{:.4} MB / {:.2} sec = {:.4} Mbps, lost {}, max cwnd {:?}, exit {:?}",
+            s.bytes as f64 / 1048576.0,
+            s.seconds,
+            s.mbps(),
+            s.lost_packets,
+            s.max_cwnd_segments,
+            s.slow_start_exit
+        );
+    }
+    println!(
+        "sim {:.2} s in {:.2} wall s ({:.2}x), {} datagrams, forward drops {:?}",
+        out.sim_seconds,
+        out.wall_seconds,
+        out.speed(),
+        out.datagrams,
+        out.link_forward.dropped
+    );
+    Ok(())
+}

@@ -1,0 +1,417 @@
+//! [`simulate`]: set up, drive the [`Engine`] to the end, and assemble the report.
+
+use std::time::{Duration, Instant};
+
+use hare_cc::{CcEvent, Phase};
+use hare_link::Link;
+use hare_report::{Event, EventKind, Summary};
+
+use crate::config::{SimConfig, Workload};
+use crate::controller::{resolve, Resolved};
+use crate::engine::{Clock, Engine, Stop};
+use crate::error::SimError;
+use crate::output::{Progress, SimOutput, TracePoint};
+use crate::report::{self, Sample, Track};
+use crate::setup;
+use crate::tap::finite_ssthresh;
+use crate::wire::Wire;
+
+/// Runs one simulated transfer.
+///
+/// `progress` is called once per report interval of virtual time and once at the end (for
+/// progress bars); pass `&mut |_| {}` when not needed.
+///
+/// Errors: a bad configuration (controller spec, link, setting) before anything runs;
+/// [`SimError::ConnectionLost`] or [`SimError::Stalled`] with the report up to that moment.
+pub fn simulate(
+    cfg: &SimConfig,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<SimOutput, SimError> {
+    setup::validate(cfg)?;
+    let resolved = resolve(&cfg.controller, cfg.trace)?;
+    let link = |c, direction| {
+        Link::new(c).map_err(|e| SimError::Link {
+            direction,
+            message: e.to_string(),
+        })
+    };
+    let forward = Wire::new(link(&cfg.forward, "forward")?, cfg.ip_overhead);
+    let reverse = Wire::new(link(&cfg.reverse, "reverse")?, cfg.ip_overhead);
+    let mut client_t = setup::transport_config(cfg, resolved.client_factory.clone(), true)?;
+    let mut server_t = setup::transport_config(cfg, resolved.server_factory.clone(), false)?;
+    let wall_start = Instant::now();
+    // The one real Instant of the run: virtual time is an offset from it.
+    let base = Instant::now();
+    if let Some(dir) = &cfg.qlog_dir {
+        setup::attach_qlog(cfg, dir, base, &mut client_t, &mut server_t)?;
+    }
+    let (client_cfg, server_cfg) = setup::tls_configs(cfg, client_t, server_t)?;
+    let engine = Engine::new(
+        cfg,
+        Clock::new(base),
+        setup::endpoint_config(cfg, "client-endpoint")?,
+        setup::endpoint_config(cfg, "server-endpoint")?,
+        client_cfg,
+        server_cfg,
+        forward,
+        reverse,
+        resolved.tap.clone(),
+    )?;
+    let mut runner = Runner {
+        cfg,
+        engine,
+        resolved,
+        coarse: Track::new(nanos(cfg.interval)),
+        fine: cfg.fine_interval.map(|f| Track::new(nanos(f))),
+        cc_events: Vec::new(),
+        wall_start,
+        last_sample: Sample::default(),
+    };
+    runner.run(progress)
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+struct Runner<'a> {
+    cfg: &'a SimConfig,
+    engine: Engine,
+    resolved: Resolved,
+    coarse: Track,
+    fine: Option<Track>,
+    /// hare-cc events drained so far (controller-relative times).
+    cc_events: Vec<CcEvent>,
+    wall_start: Instant,
+    last_sample: Sample,
+}
+
+/// How a run ended.
+enum End {
+    Done,
+    Lost {
+        side: crate::error::Endpoint,
+        reason: String,
+    },
+    Stalled {
+        what: String,
+    },
+}
+
+impl Runner<'_> {
+    fn run(&mut self, progress: &mut dyn FnMut(Progress)) -> Result<SimOutput, SimError> {
+        let stall_ns = nanos(self.cfg.limits.stall_after);
+        let cap_ns = nanos(
+            self.cfg
+                .limits
+                .max_virtual_time
+                .unwrap_or(match self.cfg.workload {
+                    Workload::Duration(d) => d + Duration::from_secs(300),
+                    Workload::Bytes(_) => Duration::from_secs(3600),
+                }),
+        );
+        let end = loop {
+            if let Err(Stop::Lost { side, reason }) = self.engine.settle() {
+                break End::Lost { side, reason };
+            }
+            if self.engine.origin.is_some() && self.coarse.next_tick.is_none() {
+                let s = self.sample();
+                self.coarse.start(&s);
+                if let Some(f) = self.fine.as_mut() {
+                    f.start(&s);
+                }
+            }
+            if self.engine.done_at.is_some() {
+                break End::Done;
+            }
+            let event = self.engine.next_event();
+            let tick = [
+                self.coarse.next_tick,
+                self.fine.as_ref().and_then(|f| f.next_tick),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            let Some(next) = [event, tick].into_iter().flatten().min() else {
+                break End::Stalled {
+                    what: "no event pending (no timer, no datagram in flight)".into(),
+                };
+            };
+            if next > self.engine.last_progress.saturating_add(stall_ns) {
+                self.engine.now = self.engine.now.max(self.engine.last_progress + stall_ns);
+                break End::Stalled {
+                    what: format!(
+                        "no payload delivered for {:?} of virtual time",
+                        self.cfg.limits.stall_after
+                    ),
+                };
+            }
+            if next > cap_ns {
+                self.engine.now = self.engine.now.max(cap_ns);
+                break End::Stalled {
+                    what: format!(
+                        "virtual time limit of {:?} reached",
+                        Duration::from_nanos(cap_ns)
+                    ),
+                };
+            }
+            if tick == Some(next) {
+                self.engine.now = self.engine.now.max(next);
+                self.tick(next, progress);
+                if event != Some(next) {
+                    continue;
+                }
+            }
+            if let Some(t) = event {
+                if let Err(what) = self.engine.advance(t) {
+                    break End::Stalled { what };
+                }
+            }
+        };
+        self.finish(end, progress)
+    }
+
+    /// Report boundaries due at `t`.
+    fn tick(&mut self, t: u64, progress: &mut dyn FnMut(Progress)) {
+        let s = self.sample();
+        let coarse_due = self.coarse.next_tick == Some(t);
+        if coarse_due {
+            self.coarse.close(&s);
+            self.drain_cc_events();
+        }
+        if let Some(f) = self.fine.as_mut() {
+            if f.next_tick == Some(t) {
+                f.close(&s);
+            }
+        }
+        if coarse_due {
+            let mbps = self.coarse.intervals.last().map_or(0.0, |i| i.mbps());
+            progress(self.progress(&s, mbps, false));
+        }
+    }
+
+    fn progress(&self, s: &Sample, interval_mbps: f64, done: bool) -> Progress {
+        let origin = self.engine.origin.unwrap_or(0);
+        let sim_s = (s.now_ns.saturating_sub(origin)) as f64 / 1e9;
+        let fraction = if done {
+            1.0
+        } else {
+            match self.cfg.workload {
+                Workload::Bytes(n) => s.bytes as f64 / n as f64,
+                Workload::Duration(d) => (sim_s / d.as_secs_f64()).min(1.0),
+            }
+        };
+        Progress {
+            sim_s,
+            wall_s: self.wall_start.elapsed().as_secs_f64(),
+            fraction,
+            bytes: s.bytes,
+            interval_mbps,
+            cwnd_segments: s.cwnd_segments(),
+            lost_packets: s.lost,
+            done,
+        }
+    }
+
+    /// The connection's state now.
+    fn sample(&mut self) -> Sample {
+        let now_ns = self.engine.now;
+        let bytes = self.engine.bytes_read();
+        let fc_limited = self.engine.fc_limited;
+        let (in_flight, mss) = {
+            let t = self.resolved.tap.lock();
+            (t.in_flight, t.mss.max(1))
+        };
+        let Some(conn) = self.engine.client_conn() else {
+            return self.last_sample;
+        };
+        let stats = conn.stats();
+        let cc = conn.congestion_state();
+        let cwnd_bytes = cc.window();
+        let ssthresh_bytes = finite_ssthresh(cc.metrics().ssthresh);
+        let phase = match &self.resolved.observer {
+            Some(obs) => obs.latest().and_then(|(_, snap)| snap.phase),
+            // quinn's built-ins: slow start while cwnd < ssthresh (infinite at first).
+            None => Some(match ssthresh_bytes {
+                Some(s) if cwnd_bytes >= s => Phase::CongestionAvoidance,
+                _ => Phase::SlowStart,
+            }),
+        };
+        let s = Sample {
+            now_ns,
+            bytes,
+            lost: stats.path.lost_packets,
+            sent: stats.path.sent_packets,
+            fc_limited,
+            cwnd_bytes,
+            mss,
+            ssthresh_bytes,
+            in_flight,
+            srtt_ms: report::ms(conn.rtt()),
+            min_rtt_ms: report::ms(stats.path.min_rtt),
+            phase,
+        };
+        self.last_sample = s;
+        s
+    }
+
+    fn drain_cc_events(&mut self) {
+        if let Some(obs) = &self.resolved.observer {
+            self.cc_events
+                .extend(obs.drain_all().into_iter().map(|(_, e)| e));
+        }
+    }
+
+    /// Closes the run and assembles the output (or the error carrying it).
+    fn finish(
+        &mut self,
+        end: End,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<SimOutput, SimError> {
+        let end_ns = match end {
+            End::Done => self.engine.done_at.unwrap_or(self.engine.now),
+            _ => self.engine.now,
+        };
+        self.engine.now = self.engine.now.max(end_ns);
+        let last = self.sample();
+        self.coarse.close(&last);
+        if let Some(f) = self.fine.as_mut() {
+            f.close(&last);
+        }
+        let stats = self.engine.client_conn().map(|c| c.stats());
+        let srtt_ms = self.engine.client_conn().map(|c| report::ms(c.rtt()));
+        // Dropping the connections makes hare-cc controllers publish what they still hold.
+        self.engine.teardown();
+        self.drain_cc_events();
+
+        let origin_ns = self.engine.origin.unwrap_or(end_ns);
+        let secs = |ns: u64| report::since(ns, origin_ns);
+        let end_s = secs(end_ns);
+        let (built_ns, mss, max_cwnd, first_congestion, raw_trace) = {
+            let mut t = self.resolved.tap.lock();
+            (
+                t.built_at.map_or(0, |b| self.engine.clock.ns(b)),
+                t.mss.max(1),
+                t.max_cwnd,
+                t.first_congestion,
+                std::mem::take(&mut t.trace),
+            )
+        };
+
+        let mut events: Vec<Event> = self
+            .cc_events
+            .drain(..)
+            .map(|ev| Event {
+                t_s: report::cc_event_time(&ev, built_ns, origin_ns),
+                kind: EventKind::Cc { event: ev },
+            })
+            .collect();
+        if self.resolved.observer.is_none() {
+            if let Some(fc) = first_congestion {
+                events.push(report::inferred_exit(
+                    secs(self.engine.clock.ns(fc.at)),
+                    report::segments(fc.cwnd_before, mss),
+                    fc.persistent,
+                ));
+            }
+        }
+        events.extend(report::path_events(self.cfg, origin_ns, end_s));
+        let error = match &end {
+            End::Done => None,
+            End::Lost { side, reason } => Some(format!("{side} connection lost: {reason}")),
+            End::Stalled { what } => Some(format!("stalled: {what}")),
+        };
+        if let Some(message) = &error {
+            events.push(Event {
+                t_s: end_s,
+                kind: EventKind::Error {
+                    message: message.clone(),
+                },
+            });
+        }
+        events.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+
+        let completed = matches!(end, End::Done);
+        let mut summary = Summary {
+            bytes: last.bytes,
+            seconds: end_s.max(0.0),
+            sent_packets: stats.as_ref().map(|s| s.path.sent_packets),
+            lost_packets: stats.as_ref().map_or(0, |s| s.path.lost_packets),
+            srtt_ms,
+            min_rtt_ms: stats.as_ref().map(|s| report::ms(s.path.min_rtt)),
+            cpu_sender_pct: None,
+            cpu_receiver_pct: None,
+            slow_start_exit: report::first_exit(&events),
+            max_cwnd_segments: Some(report::segments(max_cwnd.max(last.cwnd_bytes), mss)),
+            valid: true,
+            invalid_reasons: Vec::new(),
+            completed,
+        };
+        if let Some(message) = &error {
+            summary.valid = false;
+            summary.invalid_reasons.push(message.clone());
+        }
+
+        let profile = self.resolved.spec.profile_name().map(str::to_string);
+        let coarse_header = report::header(
+            self.cfg,
+            profile.clone(),
+            report::since(nanos(self.cfg.interval), 0),
+        );
+        let fine = match (self.fine.as_mut(), self.cfg.fine_interval) {
+            (Some(track), Some(iv)) => Some(report::run(
+                report::header(self.cfg, profile, report::since(nanos(iv), 0)),
+                std::mem::take(&mut track.intervals),
+                events.clone(),
+                summary.clone(),
+            )),
+            _ => None,
+        };
+        let run = report::run(
+            coarse_header,
+            std::mem::take(&mut self.coarse.intervals),
+            events,
+            summary,
+        );
+        let trace = raw_trace
+            .into_iter()
+            .map(|p| TracePoint {
+                t_s: secs(self.engine.clock.ns(p.at)),
+                cwnd_bytes: p.cwnd,
+                cwnd_segments: report::segments(p.cwnd, mss),
+                ssthresh_bytes: p.ssthresh,
+                in_flight_bytes: p.in_flight,
+                acked_packets: p.acked,
+                rtt_sample_us: p.rtt_us,
+                queue_bytes: p.queue_bytes,
+            })
+            .collect();
+        let last_mbps = run.intervals.last().map_or(0.0, |i| i.mbps());
+        progress(self.progress(&last, last_mbps, true));
+        let output = SimOutput {
+            run,
+            fine,
+            trace,
+            link_forward: *self.engine.forward.link().stats(),
+            link_reverse: *self.engine.reverse.link().stats(),
+            sim_seconds: end_ns as f64 / 1e9,
+            wall_seconds: self.wall_start.elapsed().as_secs_f64(),
+            origin_s: origin_ns as f64 / 1e9,
+            datagrams: self.engine.forward.offered + self.engine.reverse.offered,
+        };
+        match end {
+            End::Done => Ok(output),
+            End::Lost { side, reason } => Err(SimError::ConnectionLost {
+                side,
+                reason,
+                t_s: end_s,
+                partial: Box::new(output),
+            }),
+            End::Stalled { what } => Err(SimError::Stalled {
+                t_s: end_s,
+                what,
+                partial: Box::new(output),
+            }),
+        }
+    }
+}

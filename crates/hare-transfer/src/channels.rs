@@ -1,0 +1,133 @@
+//! Control and data channels over QUIC streams or kernel TCP connections, behind one shape so
+//! that the job logic is written once.
+
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::net::TcpStream;
+
+use crate::error::{Result, TransferError};
+use crate::protocol::DataHeader;
+
+/// Magic that opens a TCP control connection (data connections open with `HARE`).
+pub const TCP_CONTROL_MAGIC: &[u8; 4] = b"HCTL";
+/// Read size of TCP data connections.
+const TCP_READ: usize = 256 << 10;
+
+/// The reading half of a control channel.
+pub type ControlRead = Box<dyn AsyncRead + Unpin + Send>;
+/// The writing half of a control channel.
+pub type ControlWrite = Box<dyn AsyncWrite + Unpin + Send>;
+
+/// The sending end of a data channel.
+#[derive(Debug)]
+pub enum DataOut {
+    /// A QUIC unidirectional stream.
+    Quic(quinn::SendStream),
+    /// A TCP connection (shared so that `TCP_INFO` can be sampled while it is written).
+    Tcp(Arc<TcpStream>),
+}
+
+impl DataOut {
+    /// Write all of `b`.
+    pub async fn write(&mut self, b: Bytes) -> Result<()> {
+        match self {
+            DataOut::Quic(s) => s
+                .write_chunk(b)
+                .await
+                .map_err(|e| TransferError::Connection(format!("writing a stream: {e}"))),
+            DataOut::Tcp(s) => {
+                let mut buf = &b[..];
+                while !buf.is_empty() {
+                    s.writable()
+                        .await
+                        .map_err(|e| TransferError::Connection(format!("TCP write: {e}")))?;
+                    match s.try_write(buf) {
+                        Ok(n) => buf = &buf[n..],
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        Err(e) => return Err(TransferError::Connection(format!("TCP write: {e}"))),
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// End the channel cleanly (all data written will be delivered).
+    pub fn finish(&mut self) -> Result<()> {
+        match self {
+            DataOut::Quic(s) => s
+                .finish()
+                .map_err(|e| TransferError::Connection(format!("finishing a stream: {e}"))),
+            DataOut::Tcp(s) => socket2::SockRef::from(&**s)
+                .shutdown(std::net::Shutdown::Write)
+                .map_err(|e| TransferError::Connection(format!("TCP shutdown: {e}"))),
+        }
+    }
+
+    /// Abandon the channel.
+    pub fn reset(&mut self, code: u32) {
+        match self {
+            DataOut::Quic(s) => {
+                let _ = s.reset(quinn::VarInt::from_u32(code));
+            }
+            DataOut::Tcp(s) => {
+                let _ = socket2::SockRef::from(&**s).shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+}
+
+/// The receiving end of a data channel, after its header was read.
+#[derive(Debug)]
+pub enum DataIn {
+    /// A QUIC unidirectional stream, read unordered.
+    Quic(quinn::RecvStream),
+    /// A TCP connection and the payload offset of the next byte.
+    Tcp(TcpStream, u64),
+}
+
+impl DataIn {
+    /// The next piece of payload and its offset from the payload start; `None` at the end.
+    pub async fn next(&mut self) -> Result<Option<(u64, Bytes)>> {
+        match self {
+            DataIn::Quic(s) => match s.read_chunk(usize::MAX, false).await {
+                Ok(Some(c)) => {
+                    let off = c
+                        .offset
+                        .checked_sub(DataHeader::LEN as u64)
+                        .ok_or_else(|| {
+                            TransferError::Protocol("stream data overlaps its header".into())
+                        })?;
+                    Ok(Some((off, c.bytes)))
+                }
+                Ok(None) => Ok(None),
+                Err(e) => Err(TransferError::Connection(format!("reading a stream: {e}"))),
+            },
+            DataIn::Tcp(s, pos) => {
+                let mut buf = BytesMut::with_capacity(TCP_READ);
+                let n = s
+                    .read_buf(&mut buf)
+                    .await
+                    .map_err(|e| TransferError::Connection(format!("TCP read: {e}")))?;
+                if n == 0 {
+                    return Ok(None);
+                }
+                let off = *pos;
+                *pos += n as u64;
+                Ok(Some((off, buf.freeze())))
+            }
+        }
+    }
+}
+
+/// Read a data channel's header from a QUIC stream (in order; the payload is then read
+/// unordered).
+pub async fn read_quic_header(s: &mut quinn::RecvStream) -> Result<DataHeader> {
+    let mut b = [0u8; DataHeader::LEN];
+    s.read_exact(&mut b)
+        .await
+        .map_err(|e| TransferError::Protocol(format!("reading a data stream header: {e}")))?;
+    DataHeader::decode(&b)
+}

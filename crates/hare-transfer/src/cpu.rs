@@ -1,0 +1,58 @@
+//! CPU use of this process over a span of wall time (nuttcp's `%TX` / `%RX`).
+
+use std::time::Instant;
+
+use nix::sys::resource::{getrusage, UsageWho};
+
+/// User + system CPU seconds of this process so far; `None` if the kernel will not say.
+pub fn process_cpu_seconds() -> Option<f64> {
+    let u = getrusage(UsageWho::RUSAGE_SELF).ok()?;
+    let tv = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+    Some(tv(u.user_time()) + tv(u.system_time()))
+}
+
+/// A start point to measure CPU percent from.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuClock {
+    wall: Instant,
+    cpu: Option<f64>,
+}
+
+impl CpuClock {
+    /// Start measuring now.
+    pub fn start() -> Self {
+        Self {
+            wall: Instant::now(),
+            cpu: process_cpu_seconds(),
+        }
+    }
+
+    /// CPU percent of one core since the start (100 = one core busy all the time).
+    pub fn percent(&self) -> Option<f64> {
+        let wall = self.wall.elapsed().as_secs_f64();
+        let used = process_cpu_seconds()? - self.cpu?;
+        (wall > 0.0).then(|| 100.0 * used / wall)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_loop_counts_cpu() {
+        let c = CpuClock::start();
+        let start = process_cpu_seconds().expect("getrusage works on Linux");
+        // Spin until 30 ms of CPU were used (bounded by 10 s of wall time on a loaded host).
+        let t = Instant::now();
+        let mut x = 0u64;
+        while process_cpu_seconds().unwrap_or(start) - start < 0.03 && t.elapsed().as_secs() < 10 {
+            x = x.wrapping_add(std::hint::black_box(1));
+        }
+        assert!(x > 0);
+        let p = c.percent().expect("percent");
+        // At least 30 ms of CPU over at most the elapsed wall time, at most one core per thread.
+        let floor = 100.0 * 0.03 / t.elapsed().as_secs_f64().max(1e-9);
+        assert!(p >= floor * 0.9 && p <= 100.0 * 64.0, "{p} (floor {floor})");
+    }
+}

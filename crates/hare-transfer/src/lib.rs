@@ -1,0 +1,42 @@
+//! hare-transfer: the real-time engine behind `hare-send` and `hare-recv`.
+//!
+//! - [`receiver::Receiver`] serves many senders at once over QUIC (quinn) or, for reference
+//!   runs, kernel TCP; [`sender::send`] runs one transfer.
+//! - Jobs: bulk memory-to-memory data by size or time over `P` streams (like nuttcp), or files
+//!   and directory trees, each file on its own stream, read unordered and written at its
+//!   offsets, verified with BLAKE3 and renamed only once verified ([`recvfile`]).
+//! - Trust: the receiver's self-signed identity ([`identity`]) pinned by SHA-256 fingerprint,
+//!   or a CA ([`trust`]); an optional token.
+//! - Reports: nuttcp interval lines, hare-report JSON lines, iperf3-shaped JSON ([`report`]),
+//!   with the controller's own decisions from hare-cc's observer ([`sampler`]); qlog per
+//!   connection ([`qlog`]).
+//! - The job protocol is in [`protocol`] and `docs/TRANSFER.md`.
+#![warn(missing_docs)]
+
+pub mod bench;
+pub mod cc;
+pub mod channels;
+pub mod cpu;
+pub mod error;
+pub mod identity;
+pub mod names;
+pub mod protocol;
+pub mod qlog;
+pub mod quic_config;
+pub mod receiver;
+pub mod recvfile;
+pub mod report;
+pub mod sampler;
+pub mod sender;
+pub mod sendfiles;
+pub mod socket;
+pub mod space;
+pub mod stop;
+pub mod tcp;
+pub mod testkit;
+pub mod trust;
+
+pub use error::{Result, TransferError};
+pub use receiver::{Limits, Receiver, RecvOptions};
+pub use sender::{send, SendJob, SendOptions, SendOutcome, TcpSendOptions};
+pub use stop::{stop_pair, Stop, StopTrigger};

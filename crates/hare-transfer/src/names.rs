@@ -1,0 +1,153 @@
+//! Names of files in a job: what a receiver accepts and how it maps them under its directory.
+//!
+//! A name is a relative path with `/` separators. The receiver rejects, before touching the
+//! file system: an empty name, a leading `/` (absolute), any empty, `.` or `..` component, a
+//! backslash or NUL or other control character (names that mean something else elsewhere),
+//! components longer than [`MAX_COMPONENT`] bytes (the temporary name must still fit in
+//! `NAME_MAX` = 255), and names longer than [`MAX_NAME`] bytes. When the file is created,
+//! every existing directory on the way must be a real directory, not a symbolic link
+//! ([`safe_create_parents`]), so that no name can escape the receiving directory.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Result, TransferError};
+
+/// Longest path component accepted, in bytes (255 minus the temporary name's decoration).
+pub const MAX_COMPONENT: usize = 200;
+/// Longest name accepted, in bytes.
+pub const MAX_NAME: usize = 4096;
+/// Deepest directory nesting accepted.
+pub const MAX_DEPTH: usize = 64;
+
+/// Check a job name; on success return its components.
+pub fn check_name(name: &str) -> Result<Vec<&str>, String> {
+    if name.is_empty() {
+        return Err("empty name".into());
+    }
+    if name.len() > MAX_NAME {
+        return Err(format!("name longer than {MAX_NAME} bytes"));
+    }
+    if name.starts_with('/') {
+        return Err("absolute path".into());
+    }
+    if let Some(c) = name.chars().find(|c| c.is_control() || *c == '\\') {
+        return Err(format!("forbidden character {c:?}"));
+    }
+    let parts: Vec<&str> = name.split('/').collect();
+    if parts.len() > MAX_DEPTH {
+        return Err(format!("more than {MAX_DEPTH} components"));
+    }
+    for p in &parts {
+        match *p {
+            "" => return Err("empty path component".into()),
+            "." | ".." => return Err(format!("`{p}` component")),
+            p if p.len() > MAX_COMPONENT => {
+                return Err(format!("component longer than {MAX_COMPONENT} bytes"))
+            }
+            _ => {}
+        }
+    }
+    Ok(parts)
+}
+
+/// The final path of a checked name under `dir`.
+pub fn final_path(dir: &Path, name: &str) -> Result<PathBuf, String> {
+    let parts = check_name(name)?;
+    let mut p = dir.to_path_buf();
+    for c in parts {
+        p.push(c);
+    }
+    Ok(p)
+}
+
+/// The temporary path a file is written to before it is verified: `.NAME.hare-part` in the
+/// same directory (so that the final rename is atomic).
+pub fn part_path(final_path: &Path) -> PathBuf {
+    let name = final_path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    final_path.with_file_name(format!(".{name}.hare-part"))
+}
+
+/// Create the directories of `name` under `dir`, refusing to pass through a symbolic link or
+/// a non-directory. `dir` itself must exist.
+pub fn safe_create_parents(dir: &Path, name: &str) -> Result<()> {
+    let parts = check_name(name).map_err(|reason| TransferError::File {
+        name: name.to_owned(),
+        reason,
+    })?;
+    let mut p = dir.to_path_buf();
+    for c in &parts[..parts.len().saturating_sub(1)] {
+        p.push(c);
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_dir() => {}
+            Ok(_) => {
+                return Err(TransferError::File {
+                    name: name.to_owned(),
+                    reason: format!("{} exists and is not a directory", p.display()),
+                })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir(&p)
+                    .map_err(|e| TransferError::io(format!("creating {}", p.display()), e))?;
+            }
+            Err(e) => return Err(TransferError::io(format!("checking {}", p.display()), e)),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_plain_relative_names() {
+        assert_eq!(check_name("a.bin"), Ok(vec!["a.bin"]));
+        assert_eq!(check_name("dir/sub/f"), Ok(vec!["dir", "sub", "f"]));
+        assert_eq!(check_name("..hidden"), Ok(vec!["..hidden"]));
+    }
+
+    #[test]
+    fn rejects_escapes_and_oddities() {
+        for bad in [
+            "",
+            "/etc/passwd",
+            "../x",
+            "a/../../x",
+            "a/./b",
+            "a//b",
+            "a/",
+            "..",
+            ".",
+            "a\\..\\b",
+            "a\0b",
+            "new\nline",
+        ] {
+            assert!(check_name(bad).is_err(), "{bad:?} must be rejected");
+        }
+        assert!(check_name(&"x".repeat(MAX_COMPONENT + 1)).is_err());
+        assert!(check_name(&vec!["d"; MAX_DEPTH + 1].join("/")).is_err());
+    }
+
+    #[test]
+    fn part_path_is_hidden_sibling() {
+        assert_eq!(
+            part_path(Path::new("/r/d/f.bin")),
+            PathBuf::from("/r/d/.f.bin.hare-part")
+        );
+    }
+
+    #[test]
+    fn parents_never_follow_symlinks() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let outside = tempfile::tempdir().expect("tempdir");
+        std::os::unix::fs::symlink(outside.path(), root.path().join("link")).expect("symlink");
+        assert!(safe_create_parents(root.path(), "link/f").is_err());
+        safe_create_parents(root.path(), "a/b/c").expect("plain dirs");
+        assert!(root.path().join("a/b").is_dir());
+        std::fs::write(root.path().join("file"), b"x").expect("write");
+        assert!(safe_create_parents(root.path(), "file/x").is_err());
+    }
+}

@@ -1,0 +1,393 @@
+//! The job protocol between hare-send and hare-recv (version [`PROTOCOL_VERSION`]).
+//!
+//! A *control channel* (the first bidirectional QUIC stream, or the first TCP connection)
+//! carries length-prefixed JSON messages: a 4-byte big-endian length, then that many bytes of
+//! one [`ToReceiver`] or [`ToSender`] object. Frames above [`MAX_FRAME`] are a protocol error,
+//! so a peer cannot make the other side buffer more than that. Data travels on separate
+//! channels (QUIC unidirectional streams, or more TCP connections) that start with a fixed
+//! [`DataHeader`]. The full description is in `docs/TRANSFER.md`.
+
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::error::{Result, TransferError};
+
+/// Version of the job protocol; a receiver refuses other versions with a clear reason.
+pub const PROTOCOL_VERSION: u32 = 1;
+/// ALPN of hare's QUIC connections (`hare/1`).
+pub const ALPN: &[u8] = b"hare/1";
+/// Largest control frame accepted (a manifest of [`MAX_FILES`] long names fits).
+pub const MAX_FRAME: usize = 4 << 20;
+/// Most files in one job.
+pub const MAX_FILES: usize = 10_000;
+/// Most parallel streams of a bulk job.
+pub const MAX_STREAMS: u16 = 128;
+/// Longest token accepted, in bytes.
+pub const MAX_TOKEN: usize = 1024;
+
+/// QUIC application close codes (also used as process-level reasons in logs).
+pub mod close {
+    /// The job completed.
+    pub const DONE: u32 = 0;
+    /// The receiver refused the job (reason sent on the control stream first).
+    pub const REFUSED: u32 = 1;
+    /// The sender stopped (Ctrl-C) before the job completed.
+    pub const INTERRUPTED: u32 = 2;
+    /// The peer broke the protocol.
+    pub const PROTOCOL: u32 = 3;
+    /// The receiver is shutting down or is too busy.
+    pub const BUSY: u32 = 4;
+}
+
+/// The job the sender asks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Job {
+    /// Memory-to-memory bulk data, like nuttcp: a size, or a duration.
+    Bulk {
+        /// Total payload bytes over all streams (`-n`), if bounded by size.
+        bytes: Option<u64>,
+        /// Seconds to send (`-T`), if bounded by time.
+        seconds: Option<f64>,
+        /// Parallel streams (`-P`).
+        streams: u16,
+    },
+    /// Files, each on its own stream.
+    Files {
+        /// The manifest.
+        files: Vec<FileEntry>,
+        /// Continue partial files the receiver holds, after checking their prefix.
+        resume: bool,
+        /// Overwrite files that exist under the final name.
+        force: bool,
+    },
+}
+
+/// One file of a manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    /// Relative name with `/` separators (checked by the receiver, see [`crate::names`]).
+    pub name: String,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// Messages from the sender to the receiver on the control channel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum ToReceiver {
+    /// First message: who, the token and the job.
+    Hello {
+        /// [`PROTOCOL_VERSION`] of the sender.
+        version: u32,
+        /// Sender software, e.g. `hare-send 0.1.0`.
+        software: String,
+        /// The token, when the sender has one.
+        token: Option<String>,
+        /// The job.
+        job: Job,
+        /// Connection receive window the sender asks the receiver to grant, bytes.
+        window: u64,
+        /// The controller the sender uses (for the receiver's report).
+        controller: String,
+    },
+    /// Ask for the receiver's byte count (answered by [`ToSender::Progress`]).
+    ProgressRequest {
+        /// Echoed back.
+        seq: u64,
+    },
+    /// A file's data has been sent completely; its BLAKE3 digest over the whole file.
+    FileDone {
+        /// Index in the manifest.
+        index: u32,
+        /// Hex BLAKE3 of the whole file.
+        blake3: String,
+    },
+    /// The sender will not send a file (it changed or vanished while being read).
+    FileAbandoned {
+        /// Index in the manifest.
+        index: u32,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// How the receiver plans to take one file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FilePlan {
+    /// Index in the manifest.
+    pub index: u32,
+    /// Bytes the receiver already holds (resume); the sender starts there if the prefix digest
+    /// matches its own, else at 0.
+    pub have: u64,
+    /// Hex BLAKE3 of the first `have` bytes the receiver holds (when `have > 0`).
+    pub have_blake3: Option<String>,
+}
+
+/// Messages from the receiver to the sender on the control channel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum ToSender {
+    /// The job is accepted.
+    Welcome {
+        /// [`PROTOCOL_VERSION`] of the receiver.
+        version: u32,
+        /// Receiver software.
+        software: String,
+        /// The connection receive window granted (bytes).
+        window: u64,
+        /// Per-file plans (file jobs).
+        files: Vec<FilePlan>,
+        /// TCP mode: the session the data connections must name (hex).
+        session: Option<String>,
+    },
+    /// The job is refused; the receiver closes after this.
+    Refuse {
+        /// Why, for the user.
+        reason: String,
+    },
+    /// Answer to [`ToReceiver::ProgressRequest`]: payload bytes received so far.
+    Progress {
+        /// The request's sequence number.
+        seq: u64,
+        /// Payload bytes received (all streams, excluding headers and resumed prefixes).
+        bytes: u64,
+    },
+    /// The verdict on one file.
+    FileResult {
+        /// Index in the manifest.
+        index: u32,
+        /// True when the file is complete, verified and renamed to its final name.
+        ok: bool,
+        /// Why it failed.
+        reason: Option<String>,
+    },
+    /// The whole job is finished (all streams ended, all files judged).
+    Done {
+        /// Payload bytes received.
+        bytes: u64,
+        /// Seconds from the welcome to the last byte.
+        seconds: f64,
+        /// CPU use of the receiving process over the job, percent of one core.
+        cpu_pct: Option<f64>,
+    },
+}
+
+/// Kinds of data channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataKind {
+    /// A bulk stream (payload is discarded).
+    Bulk = 0,
+    /// A file stream.
+    File = 1,
+}
+
+/// The fixed 32-byte header that opens every data channel: magic `HARE`, version byte,
+/// kind byte, two reserved bytes, the index (file index or stream number) as big-endian u32,
+/// the file offset at which the payload starts as big-endian u64, and (TCP only, zeros on
+/// QUIC) the 12 first bytes of the session id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataHeader {
+    /// Bulk or file.
+    pub kind: DataKind,
+    /// File index in the manifest, or stream number for bulk.
+    pub index: u32,
+    /// File offset of the first payload byte.
+    pub offset: u64,
+    /// TCP session id prefix (zeros on QUIC).
+    pub session: [u8; 12],
+}
+
+impl DataHeader {
+    /// Encoded length.
+    pub const LEN: usize = 32;
+    const MAGIC: &'static [u8; 4] = b"HARE";
+
+    /// Encode.
+    pub fn encode(&self) -> [u8; Self::LEN] {
+        let mut b = [0u8; Self::LEN];
+        b[..4].copy_from_slice(Self::MAGIC);
+        b[4] = PROTOCOL_VERSION as u8;
+        b[5] = self.kind as u8;
+        b[8..12].copy_from_slice(&self.index.to_be_bytes());
+        b[12..20].copy_from_slice(&self.offset.to_be_bytes());
+        b[20..32].copy_from_slice(&self.session);
+        b
+    }
+
+    /// Decode, checking magic, version and kind.
+    pub fn decode(b: &[u8; Self::LEN]) -> Result<Self> {
+        if &b[..4] != Self::MAGIC {
+            return Err(TransferError::Protocol(
+                "data channel does not start with the HARE magic".into(),
+            ));
+        }
+        if u32::from(b[4]) != PROTOCOL_VERSION {
+            return Err(TransferError::Protocol(format!(
+                "data channel of protocol version {}, expected {PROTOCOL_VERSION}",
+                b[4]
+            )));
+        }
+        let kind = match b[5] {
+            0 => DataKind::Bulk,
+            1 => DataKind::File,
+            k => {
+                return Err(TransferError::Protocol(format!(
+                    "unknown data channel kind {k}"
+                )))
+            }
+        };
+        let mut index = [0u8; 4];
+        index.copy_from_slice(&b[8..12]);
+        let mut offset = [0u8; 8];
+        offset.copy_from_slice(&b[12..20]);
+        let mut session = [0u8; 12];
+        session.copy_from_slice(&b[20..32]);
+        Ok(Self {
+            kind,
+            index: u32::from_be_bytes(index),
+            offset: u64::from_be_bytes(offset),
+            session,
+        })
+    }
+}
+
+/// Write one control frame.
+pub async fn write_frame<W, T>(w: &mut W, msg: &T) -> Result<()>
+where
+    W: AsyncWrite + Unpin,
+    T: Serialize,
+{
+    let body = serde_json::to_vec(msg)
+        .map_err(|e| TransferError::Protocol(format!("cannot encode a message: {e}")))?;
+    if body.len() > MAX_FRAME {
+        return Err(TransferError::Protocol(format!(
+            "message of {} bytes exceeds the {MAX_FRAME}-byte frame limit (too many files?)",
+            body.len()
+        )));
+    }
+    let len = (body.len() as u32).to_be_bytes();
+    let mut buf = Vec::with_capacity(4 + body.len());
+    buf.extend_from_slice(&len);
+    buf.extend_from_slice(&body);
+    w.write_all(&buf)
+        .await
+        .map_err(|e| TransferError::io("writing to the control channel", e))?;
+    w.flush()
+        .await
+        .map_err(|e| TransferError::io("flushing the control channel", e))
+}
+
+/// Read one control frame; `Ok(None)` when the channel ended cleanly between frames.
+pub async fn read_frame<R, T>(r: &mut R) -> Result<Option<T>>
+where
+    R: AsyncRead + Unpin,
+    T: for<'de> Deserialize<'de>,
+{
+    let mut len = [0u8; 4];
+    // Read the first byte separately to tell a clean end from a cut frame.
+    match r.read(&mut len[..1]).await {
+        Ok(0) => return Ok(None),
+        Ok(_) => {}
+        Err(e) => return Err(TransferError::io("reading the control channel", e)),
+    }
+    r.read_exact(&mut len[1..])
+        .await
+        .map_err(|e| TransferError::io("reading the control channel", e))?;
+    let len = u32::from_be_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err(TransferError::Protocol(format!(
+            "control frame of {len} bytes exceeds the {MAX_FRAME}-byte limit"
+        )));
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body)
+        .await
+        .map_err(|e| TransferError::io("reading the control channel", e))?;
+    serde_json::from_slice(&body)
+        .map(Some)
+        .map_err(|e| TransferError::Protocol(format!("bad control message: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trips_and_has_fixed_layout() {
+        let h = DataHeader {
+            kind: DataKind::File,
+            index: 0x0102_0304,
+            offset: 0x1122_3344_5566_7788,
+            session: [9; 12],
+        };
+        let b = h.encode();
+        assert_eq!(&b[..8], b"HARE\x01\x01\x00\x00");
+        assert_eq!(&b[8..12], &[1, 2, 3, 4]);
+        assert_eq!(
+            &b[12..20],
+            &[0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88]
+        );
+        assert_eq!(DataHeader::decode(&b).ok(), Some(h));
+    }
+
+    #[test]
+    fn header_rejects_bad_magic_version_kind() {
+        let good = DataHeader {
+            kind: DataKind::Bulk,
+            index: 0,
+            offset: 0,
+            session: [0; 12],
+        }
+        .encode();
+        let mut b = good;
+        b[0] = b'X';
+        assert!(DataHeader::decode(&b).is_err());
+        let mut b = good;
+        b[4] = 2;
+        assert!(DataHeader::decode(&b).is_err());
+        let mut b = good;
+        b[5] = 7;
+        assert!(DataHeader::decode(&b).is_err());
+    }
+
+    #[tokio::test]
+    async fn frames_round_trip_and_oversize_is_refused() {
+        let msg = ToSender::Progress { seq: 3, bytes: 42 };
+        let mut buf = Vec::new();
+        write_frame(&mut buf, &msg).await.expect("write to a Vec");
+        assert_eq!(&buf[..4], &(buf.len() as u32 - 4).to_be_bytes());
+        let mut r = &buf[..];
+        let back: Option<ToSender> = read_frame(&mut r).await.expect("read back");
+        assert_eq!(back, Some(msg));
+        let none: Option<ToSender> = read_frame(&mut r).await.expect("clean end");
+        assert_eq!(none, None);
+
+        let mut huge = ((MAX_FRAME + 1) as u32).to_be_bytes().to_vec();
+        huge.extend_from_slice(b"{}");
+        let mut r = &huge[..];
+        let res: Result<Option<ToSender>> = read_frame(&mut r).await;
+        assert!(matches!(res, Err(TransferError::Protocol(_))));
+    }
+
+    #[test]
+    fn messages_have_stable_json() {
+        let m = ToReceiver::FileDone {
+            index: 2,
+            blake3: "ab".into(),
+        };
+        assert_eq!(
+            serde_json::to_string(&m).ok().as_deref(),
+            Some(r#"{"type":"file-done","index":2,"blake3":"ab"}"#)
+        );
+        let j = Job::Bulk {
+            bytes: Some(1024),
+            seconds: None,
+            streams: 1,
+        };
+        assert_eq!(
+            serde_json::to_string(&j).ok().as_deref(),
+            Some(r#"{"kind":"bulk","bytes":1024,"seconds":null,"streams":1}"#)
+        );
+    }
+}

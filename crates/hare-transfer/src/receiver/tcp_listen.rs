@@ -1,0 +1,125 @@
+//! Serving kernel TCP (`--tcp`): control connections start with `HCTL`, data connections
+//! with a `HARE` header naming their session.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use hare_report::Transport;
+use tokio::io::AsyncReadExt;
+use tokio::sync::{mpsc, Semaphore};
+
+use crate::channels::{DataIn, TCP_CONTROL_MAGIC};
+use crate::error::Result;
+use crate::protocol::{write_frame, DataHeader, ToSender, MAX_STREAMS};
+use crate::stop::Stop;
+
+use super::job::{run_job, JobCtx};
+use super::{RecvOptions, HEADER_TIMEOUT};
+
+type Sessions = Arc<Mutex<HashMap<[u8; 12], mpsc::Sender<(DataHeader, DataIn)>>>>;
+
+pub(super) async fn serve_tcp(
+    opts: Arc<RecvOptions>,
+    listener: tokio::net::TcpListener,
+    mut stop: Stop,
+) -> Result<()> {
+    let slots = Arc::new(Semaphore::new(opts.limits.max_conns.max(1)));
+    // Unclassified sockets are bounded too, so that idle connects cannot pile up.
+    let pending = Arc::new(Semaphore::new(
+        opts.limits.max_conns.max(1) * (MAX_STREAMS as usize + 1),
+    ));
+    let sessions: Sessions = Arc::default();
+    let (done_tx, mut done_rx) = mpsc::channel::<Result<()>>(1);
+    loop {
+        let (sock, peer) = tokio::select! {
+            a = listener.accept() => match a {
+                Ok(a) => a,
+                Err(e) => { tracing::warn!("accept: {e}"); continue; }
+            },
+            r = done_rx.recv() => return r.unwrap_or(Ok(())),
+            _ = stop.stopped() => return Ok(()),
+        };
+        let Ok(p) = pending.clone().try_acquire_owned() else {
+            continue;
+        };
+        let (opts, slots, sessions, done_tx) = (
+            opts.clone(),
+            slots.clone(),
+            sessions.clone(),
+            done_tx.clone(),
+        );
+        tokio::spawn(async move {
+            let r = tcp_socket(opts.clone(), sock, peer, slots, sessions).await;
+            drop(p);
+            if let Some(r) = r {
+                if opts.one_shot {
+                    let _ = done_tx.send(r).await;
+                } else if let Err(e) = r {
+                    tracing::info!("{peer}: {e}");
+                }
+            }
+        });
+    }
+}
+
+/// Classify one accepted TCP socket; `Some` with the job result for control connections.
+async fn tcp_socket(
+    opts: Arc<RecvOptions>,
+    mut sock: tokio::net::TcpStream,
+    peer: SocketAddr,
+    slots: Arc<Semaphore>,
+    sessions: Sessions,
+) -> Option<Result<()>> {
+    let mut magic = [0u8; 4];
+    if !matches!(
+        tokio::time::timeout(HEADER_TIMEOUT, sock.read_exact(&mut magic)).await,
+        Ok(Ok(_))
+    ) {
+        return None;
+    }
+    if &magic == TCP_CONTROL_MAGIC {
+        let Ok(_permit) = slots.try_acquire_owned() else {
+            let (_, mut w) = sock.into_split();
+            let _ = write_frame(
+                &mut w,
+                &ToSender::Refuse {
+                    reason: "receiver busy".into(),
+                },
+            )
+            .await;
+            return None;
+        };
+        let id: [u8; 12] = rand::random();
+        let (data_tx, data_rx) = mpsc::channel(64);
+        lock(&sessions).insert(id, data_tx);
+        let (r, w) = sock.into_split();
+        let ctx = JobCtx {
+            opts,
+            peer,
+            transport: Transport::Tcp,
+            conn: None,
+            data_tx: None,
+            session: Some(id),
+        };
+        let res = run_job(ctx, Box::new(r), Box::new(w), data_rx).await;
+        lock(&sessions).remove(&id);
+        return Some(res);
+    }
+    let mut rest = [0u8; DataHeader::LEN];
+    rest[..4].copy_from_slice(&magic);
+    if !matches!(
+        tokio::time::timeout(HEADER_TIMEOUT, sock.read_exact(&mut rest[4..])).await,
+        Ok(Ok(_))
+    ) {
+        return None;
+    }
+    let h = DataHeader::decode(&rest).ok()?;
+    let tx = lock(&sessions).get(&h.session).cloned()?;
+    let _ = tx.send((h, DataIn::Tcp(sock, 0))).await;
+    None
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -1,0 +1,282 @@
+//! Where reports go: nuttcp text lines on stdout, hare-report JSON lines (`--jsonl`) while the
+//! run goes on, and an iperf3-shaped document (`--json FILE|-`) at the end.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+use hare_report::{
+    jsonl, nuttcp, Event, EventKind, Interval, Record, Role, Run, RunHeader, Summary,
+};
+use indicatif::MultiProgress;
+
+use crate::error::{Result, TransferError};
+
+/// Where the iperf3-shaped JSON goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JsonTarget {
+    /// Standard output (text lines are then suppressed so that stdout is pure JSON).
+    Stdout,
+    /// A file (one document; the receiver writes one line per connection).
+    File(PathBuf),
+}
+
+/// Output settings shared by both ends.
+#[derive(Debug, Clone, Default)]
+pub struct OutputOptions {
+    /// `-q`: no text lines.
+    pub quiet: bool,
+    /// `--json FILE|-`.
+    pub json: Option<JsonTarget>,
+    /// `--jsonl FILE`: hare-report records written as they happen.
+    pub jsonl: Option<PathBuf>,
+    /// Progress bars for files (only honoured on a terminal, without `--json` and `-q`).
+    pub progress: bool,
+}
+
+impl OutputOptions {
+    /// True when text lines should be printed.
+    pub fn text(&self) -> bool {
+        !self.quiet && self.json != Some(JsonTarget::Stdout)
+    }
+}
+
+/// Prints text lines, through the progress bars when they are shown.
+#[derive(Debug, Clone)]
+pub struct Printer {
+    text: bool,
+    multi: Option<MultiProgress>,
+}
+
+impl Printer {
+    /// A printer for these options.
+    pub fn new(out: &OutputOptions) -> Self {
+        Self {
+            text: out.text(),
+            multi: None,
+        }
+    }
+
+    /// Show progress bars in `multi` and print through it.
+    pub fn with_progress(mut self, multi: MultiProgress) -> Self {
+        self.multi = Some(multi);
+        self
+    }
+
+    /// The progress bar container, when bars are shown.
+    pub fn multi(&self) -> Option<&MultiProgress> {
+        self.multi.as_ref()
+    }
+
+    /// True when text is printed.
+    pub fn enabled(&self) -> bool {
+        self.text
+    }
+
+    /// Print one line (nothing when quiet).
+    pub fn line(&self, s: &str) {
+        if !self.text {
+            return;
+        }
+        match &self.multi {
+            Some(m) => {
+                let _ = m.println(s);
+            }
+            None => {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{s}");
+                let _ = out.flush();
+            }
+        }
+    }
+}
+
+/// One run's records: printed, streamed and kept for the final JSON.
+#[derive(Debug)]
+pub struct RunLog {
+    run: Run,
+    printer: Printer,
+    jsonl: Option<BufWriter<File>>,
+    json: Option<JsonTarget>,
+}
+
+impl RunLog {
+    /// Start a run with its header.
+    pub fn new(header: RunHeader, printer: Printer, out: &OutputOptions) -> Result<Self> {
+        let jsonl = match &out.jsonl {
+            Some(p) => Some(BufWriter::new(File::create(p).map_err(|e| {
+                TransferError::io(format!("creating {}", p.display()), e)
+            })?)),
+            None => None,
+        };
+        let mut log = Self {
+            run: Run {
+                header,
+                intervals: Vec::new(),
+                events: Vec::new(),
+                summary: None,
+            },
+            printer,
+            jsonl,
+            json: out.json.clone(),
+        };
+        let rec = Record::Header(log.run.header.clone());
+        log.stream(&rec);
+        Ok(log)
+    }
+
+    /// The run so far.
+    pub fn run(&self) -> &Run {
+        &self.run
+    }
+
+    /// The printer.
+    pub fn printer(&self) -> &Printer {
+        &self.printer
+    }
+
+    fn stream(&mut self, rec: &Record) {
+        if let Some(w) = &mut self.jsonl {
+            let _ = jsonl::write_record(&mut *w, rec);
+            let _ = w.flush();
+        }
+    }
+
+    /// Record and print an interval.
+    pub fn interval(&mut self, iv: Interval) {
+        let line = match self.run.header.role {
+            Role::Sender => nuttcp::interval_line(&iv),
+            Role::Receiver => receiver_line(&iv),
+        };
+        self.printer.line(&line);
+        self.stream(&Record::Interval(iv.clone()));
+        self.run.intervals.push(iv);
+    }
+
+    /// Record an event, printing the ones a reader of the text wants to see.
+    pub fn event(&mut self, ev: Event) {
+        if let Some(line) = event_line(&ev) {
+            self.printer.line(&line);
+        }
+        self.stream(&Record::Event(ev.clone()));
+        self.run.events.push(ev);
+    }
+
+    /// Print a free-form line (not recorded).
+    pub fn note(&self, s: &str) {
+        self.printer.line(s);
+    }
+
+    /// Record and print the summary, write the JSON document, and return the run.
+    pub fn finish(mut self, summary: Summary) -> Result<Run> {
+        self.printer.line(&nuttcp::summary_line(&summary));
+        self.stream(&Record::Summary(summary.clone()));
+        self.run.summary = Some(summary);
+        let doc = hare_report::iperf::to_iperf_json(&self.run);
+        match &self.json {
+            Some(JsonTarget::Stdout) => {
+                let mut out = std::io::stdout().lock();
+                let _ = serde_json::to_writer_pretty(&mut out, &doc);
+                let _ = writeln!(out);
+                let _ = out.flush();
+            }
+            Some(JsonTarget::File(p)) => {
+                let mut f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .map_err(|e| TransferError::io(format!("opening {}", p.display()), e))?;
+                let mut text = serde_json::to_string(&doc)
+                    .map_err(|e| TransferError::io("encoding JSON", std::io::Error::other(e)))?;
+                text.push('\n');
+                f.write_all(text.as_bytes())
+                    .map_err(|e| TransferError::io(format!("writing {}", p.display()), e))?;
+            }
+            None => {}
+        }
+        Ok(self.run)
+    }
+}
+
+/// The receiver's interval line: the nuttcp part and its own RTT estimate.
+pub fn receiver_line(iv: &Interval) -> String {
+    let mut s = nuttcp::rate_part(iv.bytes, iv.seconds());
+    if let Some(r) = iv.srtt_ms {
+        s.push_str(&format!("  srtt {r:8.3} ms"));
+    }
+    s
+}
+
+/// The text form of the events worth a line (slow-start exits, RTO resets, errors, notes).
+pub fn event_line(ev: &Event) -> Option<String> {
+    match &ev.kind {
+        EventKind::Cc { event } => match event {
+            hare_cc::CcEvent::SlowStartExit {
+                cwnd,
+                ssthresh,
+                reason,
+                ..
+            } => Some(format!(
+                "  {:8.3} s  slow start exit: {reason}, cwnd {cwnd} seg, ssthresh {ssthresh} seg",
+                ev.t_s
+            )),
+            hare_cc::CcEvent::RtoReset {
+                from_cwnd,
+                ssthresh,
+                ..
+            } => Some(format!(
+                "  {:8.3} s  RTO reset: cwnd {from_cwnd} seg -> minimum, ssthresh {ssthresh} seg",
+                ev.t_s
+            )),
+            _ => None,
+        },
+        EventKind::SlowStartExitObserved {
+            cwnd_segments,
+            reason,
+        } => Some(format!(
+            "  {:8.3} s  slow start exit (observed): {reason}, cwnd {cwnd_segments} seg",
+            ev.t_s
+        )),
+        EventKind::Error { message } => Some(format!("  {:8.3} s  error: {message}", ev.t_s)),
+        EventKind::Note { message } => Some(format!("  {:8.3} s  {message}", ev.t_s)),
+        EventKind::Path { what } => Some(format!("  {:8.3} s  path: {what}", ev.t_s)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slow_start_exit_prints_reason() {
+        let ev = Event {
+            t_s: 1.5,
+            kind: EventKind::Cc {
+                event: hare_cc::CcEvent::SlowStartExit {
+                    t_us: 1_500_000,
+                    cwnd: 1958,
+                    ssthresh: 1958,
+                    reason: hare_cc::ExitReason::AckTrain,
+                },
+            },
+        };
+        assert_eq!(
+            event_line(&ev).as_deref(),
+            Some("     1.500 s  slow start exit: ack-train, cwnd 1958 seg, ssthresh 1958 seg")
+        );
+    }
+
+    #[test]
+    fn receiver_line_is_nuttcp() {
+        let iv = Interval {
+            start_s: 0.0,
+            end_s: 1.0,
+            bytes: 1 << 20,
+            ..Interval::default()
+        };
+        assert_eq!(
+            receiver_line(&iv),
+            "    1.0000 MB /   1.00 sec =    8.3886 Mbps"
+        );
+    }
+}

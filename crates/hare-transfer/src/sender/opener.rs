@@ -1,0 +1,58 @@
+//! Opening data channels: QUIC unidirectional streams or further TCP connections.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use tokio::net::TcpStream;
+
+use crate::channels::DataOut;
+use crate::error::{Result, TransferError};
+use crate::protocol::DataHeader;
+use crate::tcp::{self, TcpOptions};
+
+/// Opens data channels of the job.
+#[derive(Clone)]
+pub(super) enum Opener {
+    Quic(quinn::Connection),
+    Tcp {
+        addr: SocketAddr,
+        opts: TcpOptions,
+        session: [u8; 12],
+        sockets: Arc<Mutex<Vec<Arc<TcpStream>>>>,
+    },
+}
+
+impl Opener {
+    pub(super) async fn open(&self, mut h: DataHeader) -> Result<DataOut> {
+        match self {
+            Opener::Quic(c) => {
+                let mut s = c
+                    .open_uni()
+                    .await
+                    .map_err(|e| TransferError::Connection(format!("opening a stream: {e}")))?;
+                s.write_all(&h.encode()).await.map_err(|e| {
+                    TransferError::Connection(format!("writing a stream header: {e}"))
+                })?;
+                Ok(DataOut::Quic(s))
+            }
+            Opener::Tcp {
+                addr,
+                opts,
+                session,
+                sockets,
+            } => {
+                h.session = *session;
+                let s = Arc::new(tcp::connect(*addr, opts).await?);
+                lock(sockets).push(s.clone());
+                let mut out = DataOut::Tcp(s);
+                out.write(Bytes::copy_from_slice(&h.encode())).await?;
+                Ok(out)
+            }
+        }
+    }
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -1,0 +1,217 @@
+//! The data writers: bulk streams and file streams, with the shared `-R` pacer.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use indicatif::ProgressBar;
+use tokio::sync::{mpsc, oneshot};
+
+use super::opener::Opener;
+use super::FileReport;
+use crate::error::Result;
+use crate::protocol::{close, DataHeader, DataKind, FilePlan, ToReceiver};
+use crate::sendfiles::{prefix_hash, Source};
+
+/// Size of one write.
+pub(super) const CHUNK: usize = 256 << 10;
+
+/// Application-level rate limit (`-R`) shared by every stream of the job: each write adds to
+/// one byte count and waits until the total is due at the rate, so the streams together keep
+/// to it however many are running.
+pub(super) struct Pacer {
+    pub(super) bits_per_s: f64,
+    pub(super) start: Instant,
+    pub(super) sent: std::sync::atomic::AtomicU64,
+}
+
+impl Pacer {
+    pub(super) async fn account(&self, n: usize) {
+        let total = self.sent.fetch_add(n as u64, Ordering::Relaxed) + n as u64;
+        let due = Duration::from_secs_f64(total as f64 * 8.0 / self.bits_per_s);
+        let elapsed = self.start.elapsed();
+        if due > elapsed {
+            tokio::time::sleep(due - elapsed).await;
+        }
+    }
+}
+
+pub(super) async fn bulk_writer(
+    opener: Opener,
+    index: u32,
+    quota: Option<u64>,
+    deadline: Option<Instant>,
+    stop: Arc<AtomicBool>,
+    pacer: Option<Arc<Pacer>>,
+    pattern: Bytes,
+) -> Result<u64> {
+    let mut out = opener
+        .open(DataHeader {
+            kind: DataKind::Bulk,
+            index,
+            offset: 0,
+            session: [0; 12],
+        })
+        .await?;
+    let mut sent = 0u64;
+    loop {
+        if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        let n = match quota {
+            Some(q) => (q - sent).min(CHUNK as u64) as usize,
+            None => CHUNK,
+        };
+        if n == 0 {
+            break;
+        }
+        out.write(pattern.slice(..n)).await?;
+        sent += n as u64;
+        if let Some(p) = &pacer {
+            p.account(n).await;
+        }
+    }
+    out.finish()?;
+    Ok(sent)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn file_task(
+    opener: Opener,
+    index: u32,
+    src: Source,
+    plan: Option<FilePlan>,
+    ctl: mpsc::Sender<ToReceiver>,
+    result: oneshot::Receiver<(bool, Option<String>)>,
+    pacer: Option<Arc<Pacer>>,
+    bar: Option<ProgressBar>,
+) -> FileReport {
+    let name = src.entry.name.clone();
+    let fail = |reason: String, resumed_from: u64| FileReport {
+        name: name.clone(),
+        ok: false,
+        reason: Some(reason),
+        resumed_from,
+    };
+    let size = src.entry.size;
+    // Resume only from a prefix whose digest matches ours. Hashing a long prefix is slow:
+    // it runs off the runtime thread.
+    let offer = plan.filter(|p| p.have > 0 && p.have <= size);
+    let prefix = match &offer {
+        Some(p) => {
+            let (path, have) = (src.path.clone(), p.have);
+            Some(
+                tokio::task::spawn_blocking(move || prefix_hash(&path, have))
+                    .await
+                    .unwrap_or_else(|e| {
+                        Err(crate::error::TransferError::Protocol(format!(
+                            "hashing the prefix failed: {e}"
+                        )))
+                    }),
+            )
+        }
+        None => None,
+    };
+    let (mut hasher, offset) = match (offer, prefix) {
+        (Some(p), Some(Ok((h, n))))
+            if n == p.have && p.have_blake3.as_deref() == Some(h.finalize().to_hex().as_str()) =>
+        {
+            (h, p.have)
+        }
+        (_, Some(Err(e))) => return fail(e.to_string(), 0),
+        _ => (blake3::Hasher::new(), 0),
+    };
+    let mut file = match std::fs::File::open(&src.path) {
+        Ok(f) => f,
+        Err(e) => return fail(format!("cannot open {}: {e}", src.path.display()), offset),
+    };
+    if let Err(e) = file.seek(SeekFrom::Start(offset)) {
+        return fail(format!("cannot seek {}: {e}", src.path.display()), offset);
+    }
+    if let Some(b) = &bar {
+        b.set_position(offset);
+    }
+    let mut out = match opener
+        .open(DataHeader {
+            kind: DataKind::File,
+            index,
+            offset,
+            session: [0; 12],
+        })
+        .await
+    {
+        Ok(o) => o,
+        Err(e) => return fail(e.to_string(), offset),
+    };
+    let mut pos = offset;
+    let abandon = |reason: String| ToReceiver::FileAbandoned { index, reason };
+    loop {
+        let want = ((size - pos).min(CHUNK as u64) as usize).max(1);
+        let mut buf = vec![0u8; want];
+        let n = match file.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) => {
+                out.reset(close::PROTOCOL);
+                let r = format!("read error: {e}");
+                let _ = ctl.send(abandon(r.clone())).await;
+                return fail(r, offset);
+            }
+        };
+        if n == 0 {
+            break;
+        }
+        if pos + n as u64 > size {
+            out.reset(close::PROTOCOL);
+            let r = "the file grew while being sent".to_owned();
+            let _ = ctl.send(abandon(r.clone())).await;
+            return fail(r, offset);
+        }
+        buf.truncate(n);
+        hasher.update(&buf);
+        if let Err(e) = out.write(Bytes::from(buf)).await {
+            return fail(e.to_string(), offset);
+        }
+        pos += n as u64;
+        if let Some(b) = &bar {
+            b.set_position(pos);
+        }
+        if let Some(p) = &pacer {
+            p.account(n).await;
+        }
+    }
+    if pos != size {
+        out.reset(close::PROTOCOL);
+        let r = format!("the file shrank while being sent ({pos} of {size} bytes)");
+        let _ = ctl.send(abandon(r.clone())).await;
+        return fail(r, offset);
+    }
+    if let Err(e) = out.finish() {
+        return fail(e.to_string(), offset);
+    }
+    let digest = hasher.finalize().to_hex().to_string();
+    if ctl
+        .send(ToReceiver::FileDone {
+            index,
+            blake3: digest,
+        })
+        .await
+        .is_err()
+    {
+        return fail("the control channel closed".into(), offset);
+    }
+    if let Some(b) = &bar {
+        b.finish();
+    }
+    match result.await {
+        Ok((true, _)) => FileReport {
+            name: name.clone(),
+            ok: true,
+            reason: None,
+            resumed_from: offset,
+        },
+        Ok((false, r)) => fail(r.unwrap_or_else(|| "failed on the receiver".into()), offset),
+        Err(_) => fail("no verdict from the receiver".into(), offset),
+    }
+}

@@ -1,0 +1,22 @@
+//! hare-lab: the testbed front end of hare.
+//!
+//! - [`scenario`]: scenario files (`testbed/scenarios/*.toml`), their schema and validation;
+//! - [`thread_data`]: the netdev threads' measured runs (`testbed/data/*.json`);
+//! - [`metrics`]: the metric definitions (time to 90%, losses in the first 10 s, averages);
+//! - [`side_by_side`], [`summary_table`], [`replay_record`]: what `hare-lab replay` prints and
+//!   emits;
+//! - [`runner`]: runs scenarios in the virtual-time simulator, two at a time;
+//! - [`plots`]: SVG and PNG plots;
+//! - [`bench`]: `hare-lab bench sim`.
+#![warn(missing_docs)]
+
+pub mod commands;
+pub mod metrics;
+pub mod plots;
+pub mod replay_record;
+pub mod report_out;
+pub mod runner;
+pub mod scenario;
+pub mod side_by_side;
+pub mod summary_table;
+pub mod thread_data;

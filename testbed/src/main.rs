@@ -1,0 +1,204 @@
+//! `hare-lab`: replay the netdev threads in virtual time, run scenario files, benchmark the
+//! simulator.
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use hare_lab::commands::{self, Catalog, ReplayOptions, SimOptions};
+use hare_lab::scenario;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "hare-lab",
+    version,
+    about = "hare's testbed: replay the 2007/2011 netdev threads in virtual time, run scenarios, benchmark the simulator"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Replay thread runs in the simulator: the thread's nuttcp rows beside hare's, a summary
+    /// table, plots, reports. Without ids: the 2007 headline plus modern CUBIC.
+    Replay {
+        /// Thread run ids (see `hare-lab list`), scenario names, or `all`.
+        #[arg(value_name = "RUN-ID")]
+        ids: Vec<String>,
+        /// Output directory for reports, traces and plots.
+        #[arg(
+            short = 'o',
+            long = "out",
+            value_name = "DIR",
+            default_value = "out/replay"
+        )]
+        out: PathBuf,
+        /// Write one JSON object per run (JSON lines) to FILE, or to stdout with `-` (the text
+        /// then goes to stderr).
+        #[arg(long, value_name = "FILE|-")]
+        json: Option<String>,
+        /// Simulations to run in parallel.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
+        jobs: u16,
+        /// Cap every run at this many simulated seconds (a quick look; the thread's durations
+        /// otherwise).
+        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+        max_seconds: Option<u64>,
+        /// Scenario directory (default: testbed/scenarios).
+        #[arg(long, value_name = "DIR")]
+        scenarios: Option<PathBuf>,
+        /// Do not draw plots.
+        #[arg(long)]
+        no_plots: bool,
+    },
+    /// Run every controller x repetition of a scenario file.
+    Sim {
+        /// The scenario file.
+        #[arg(value_name = "SCENARIO.toml")]
+        scenario: PathBuf,
+        /// Write reports, traces and plots into DIR.
+        #[arg(short = 'o', long = "out", value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Print one JSON object per run (JSON lines) instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Simulations to run in parallel.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
+        jobs: u16,
+    },
+    /// Benchmarks.
+    Bench {
+        #[command(subcommand)]
+        what: BenchWhat,
+    },
+    /// List the thread runs and the scenarios that replay them.
+    List {
+        /// Scenario directory (default: testbed/scenarios).
+        #[arg(long, value_name = "DIR")]
+        scenarios: Option<PathBuf>,
+    },
+    /// Check every scenario file of a directory (parse and validate).
+    Check {
+        /// Scenario directory or files (default: testbed/scenarios).
+        #[arg(value_name = "PATH")]
+        paths: Vec<PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchWhat {
+    /// Simulated seconds per wall second at 1 and 10 Gbit/s x 80 ms, MTU 1452 and 8952, and
+    /// peak memory, against the targets.
+    Sim {
+        /// Simulated seconds per case.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=600))]
+        seconds: u64,
+        /// Exit with status 1 when a target is missed.
+        #[arg(long)]
+        strict: bool,
+    },
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    // Bars are drawn on stderr, and only for a person watching: hidden when stdout is not a
+    // terminal (piped into a file or another program) or stderr is not one.
+    let progress = std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+    match cli.command {
+        Command::Replay {
+            ids,
+            out,
+            json,
+            jobs,
+            max_seconds,
+            scenarios,
+            no_plots,
+        } => {
+            let to_stdout_json = json.as_deref() == Some("-");
+            let opts = ReplayOptions {
+                ids,
+                out_dir: out,
+                json,
+                jobs: usize::from(jobs),
+                scenarios: scenarios.unwrap_or_else(scenario::default_dir),
+                plots: !no_plots,
+                duration_cap: max_seconds.map(Duration::from_secs),
+                progress,
+            };
+            if to_stdout_json {
+                commands::replay(&opts, &mut std::io::stderr().lock())?;
+            } else {
+                commands::replay(&opts, &mut std::io::stdout().lock())?;
+            }
+        }
+        Command::Sim {
+            scenario,
+            out,
+            json,
+            jobs,
+        } => {
+            let opts = SimOptions {
+                scenario,
+                out_dir: out,
+                json,
+                jobs: usize::from(jobs),
+                progress,
+            };
+            commands::sim(&opts, &mut std::io::stdout().lock())?;
+        }
+        Command::Bench {
+            what: BenchWhat::Sim { seconds, strict },
+        } => {
+            let lines = commands::bench_sim(seconds, progress, &mut std::io::stdout().lock())?;
+            if strict && lines.iter().any(|l| !l.pass()) {
+                anyhow::bail!("a benchmark target was missed");
+            }
+        }
+        Command::List { scenarios } => {
+            let dir = scenarios.unwrap_or_else(scenario::default_dir);
+            let catalog = Catalog::load(&dir)?;
+            println!("{:<40} {:<34} controller", "thread run", "scenario");
+            for r in catalog.threads.runs() {
+                match catalog
+                    .jobs_for(&r.id, false)
+                    .and_then(|j| j.into_iter().next())
+                {
+                    Some(j) => println!(
+                        "{:<40} {:<34} {}",
+                        r.id, j.scenario.file.name, j.plan.controller
+                    ),
+                    None => println!("{:<40} {:<34}", r.id, "(none)"),
+                }
+            }
+            println!("\nscenarios in {}:", dir.display());
+            for s in &catalog.scenarios {
+                println!("  {:<34} {}", s.file.name, s.file.description);
+            }
+        }
+        Command::Check { paths } => {
+            let threads = hare_lab::thread_data::ThreadData::embedded()?;
+            let paths = if paths.is_empty() {
+                vec![scenario::default_dir()]
+            } else {
+                paths
+            };
+            let mut n = 0;
+            for p in paths {
+                let files = if p.is_dir() {
+                    scenario::scenario_files(&p)?
+                } else {
+                    vec![p]
+                };
+                for f in files {
+                    scenario::Scenario::load(&f, &threads)?;
+                    n += 1;
+                }
+            }
+            println!("{n} scenario file(s) OK");
+        }
+    }
+    Ok(())
+}
