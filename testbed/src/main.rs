@@ -20,6 +20,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size difference between variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Replay thread runs in the simulator: the thread's nuttcp rows beside hare's, a summary
@@ -86,6 +88,14 @@ enum Command {
         #[arg(value_name = "PATH")]
         paths: Vec<PathBuf>,
     },
+    /// The real-time emulator (crates/hare-emu): `emulate`, `exec`, `validate-emulator`,
+    /// `kernel-vs-hare`, `transfer`.
+    #[command(flatten)]
+    Emu(hare_emu::cli::EmuCommand),
+    /// Analysis of reports and qlog (crates/hare-analyze): `analyze`, `plot`, `compare`,
+    /// `bench-analyze`.
+    #[command(flatten)]
+    Analyze(hare_analyze::cli::AnalyzeCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -178,6 +188,8 @@ fn main() -> Result<()> {
                 println!("  {:<34} {}", s.file.name, s.file.description);
             }
         }
+        Command::Emu(cmd) => hare_emu::cli::run(cmd)?,
+        Command::Analyze(cmd) => hare_analyze::cli::run(cmd)?,
         Command::Check { paths } => {
             let threads = hare_lab::thread_data::ThreadData::embedded()?;
             let paths = if paths.is_empty() {

@@ -1,0 +1,240 @@
+//! The `hare-lab` subcommands of the analysis, as thin wrappers over the library:
+//! `analyze`, `plot`, `compare` and `bench-analyze`.
+//!
+//! hare-lab adds them with one variant: `#[command(flatten)]
+//! Analyze(hare_analyze::cli::AnalyzeCommand)` and calls [`run`].
+//! `examples/hare-analyze.rs` exposes the same commands on their own.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use hare_link::{BitRate, ByteSize, TimeSpan};
+
+use crate::metrics::{compute, Metrics, Params};
+use crate::trace::Trace;
+
+/// The analysis subcommands.
+#[derive(Debug, Subcommand)]
+pub enum AnalyzeCommand {
+    /// Analyse hare reports and qlog files (JSON-SEQ `.sqlog`, JSON `.qlog`): slow-start
+    /// exit, overshoot, time to a share of the capacity, losses, recovery, goodput; prints a
+    /// table (plain, --markdown) or JSON (--json).
+    Analyze(AnalyzeArgs),
+    /// Plot goodput, cwnd (log scale) and RTT vs time of one or more files, overlaid, as SVG
+    /// and PNG in a directory.
+    Plot(PlotArgs),
+    /// Two files' metrics side by side with the ratio B/A.
+    Compare(CompareArgs),
+    /// Write a large synthetic qlog and measure the analysis: MB/s and peak RSS against the
+    /// targets (>= 100 MB/s, < 200 MB for 1 GB).
+    BenchAnalyze(BenchArgs),
+}
+
+/// What is known about the path, and the analysis knobs.
+#[derive(Debug, Clone, Args)]
+pub struct PathOpts {
+    /// Bottleneck capacity (e.g. 10g, 100m); default: the report header's, else the peak
+    /// goodput bin (estimated).
+    #[arg(long)]
+    pub capacity: Option<BitRate>,
+    /// Base round-trip time (e.g. 80ms); default: the report header's, else the minimum RTT.
+    #[arg(long)]
+    pub rtt: Option<TimeSpan>,
+    /// Goodput bin width in seconds.
+    #[arg(long, default_value_t = 1.0)]
+    pub bin: f64,
+    /// Share of the capacity for "time to X%", in percent.
+    #[arg(long, default_value_t = 90.0)]
+    pub percent: f64,
+}
+
+impl PathOpts {
+    /// The metric parameters these options give.
+    pub fn params(&self) -> Result<Params> {
+        if !(self.bin > 0.0 && self.bin.is_finite()) {
+            bail!(
+                "--bin must be a positive number of seconds, got {}",
+                self.bin
+            );
+        }
+        if !(self.percent > 0.0 && self.percent <= 100.0) {
+            bail!("--percent must be in (0, 100], got {}", self.percent);
+        }
+        Ok(Params {
+            bin_s: self.bin,
+            capacity_bps: self.capacity.map(|c| c.0),
+            rtt_ms: self.rtt.map(|r| r.0 as f64 / 1e6),
+            fraction: self.percent / 100.0,
+        })
+    }
+}
+
+/// `analyze FILE...`.
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    /// Report (.jsonl) or qlog (.sqlog, .qlog) files.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Path facts and knobs.
+    #[command(flatten)]
+    pub path: PathOpts,
+    /// Print a Markdown table.
+    #[arg(long)]
+    pub markdown: bool,
+    /// Print JSON (one array of metrics objects) instead of a table.
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+}
+
+/// `plot FILE... -o DIR`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// Report or qlog files, overlaid.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Output directory (created).
+    #[arg(short, long)]
+    pub out: PathBuf,
+    /// Path facts and knobs.
+    #[command(flatten)]
+    pub path: PathOpts,
+}
+
+/// `compare A B`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Baseline file.
+    pub a: PathBuf,
+    /// File compared with it.
+    pub b: PathBuf,
+    /// Path facts and knobs.
+    #[command(flatten)]
+    pub path: PathOpts,
+    /// Print a Markdown table.
+    #[arg(long)]
+    pub markdown: bool,
+    /// Print JSON (`{"a": ..., "b": ...}`).
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+}
+
+/// `bench-analyze`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Size of the generated qlog (e.g. 200m, 1g).
+    #[arg(long, default_value = "200m")]
+    pub size: ByteSize,
+    /// Directory for the file (default: the system temporary directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Keep the generated file.
+    #[arg(long)]
+    pub keep: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Reads every trace of the files; notes about skipped records go to stderr.
+pub fn load(files: &[PathBuf]) -> Result<Vec<Trace>> {
+    let mut out = Vec::new();
+    for f in files {
+        let traces = crate::read_file(f).with_context(|| format!("analysing {}", f.display()))?;
+        for t in &traces {
+            for s in &t.skipped {
+                eprintln!("{}: skipped {} record(s): {}", t.name, s.count, s.reason);
+            }
+        }
+        out.extend(traces);
+    }
+    Ok(out)
+}
+
+fn metrics_of(traces: &[Trace], p: &Params) -> Vec<Metrics> {
+    traces.iter().map(|t| compute(t, p)).collect()
+}
+
+/// Runs one subcommand.
+pub fn run(cmd: AnalyzeCommand) -> Result<()> {
+    match cmd {
+        AnalyzeCommand::Analyze(a) => {
+            let p = a.path.params()?;
+            let ms = metrics_of(&load(&a.files)?, &p);
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&ms)?);
+            } else {
+                print!("{}", crate::table::analysis(&ms, a.markdown));
+            }
+        }
+        AnalyzeCommand::Plot(a) => {
+            let p = a.path.params()?;
+            let traces = load(&a.files)?;
+            let ms = metrics_of(&traces, &p);
+            let files = crate::plot::plot_all(&a.out, &traces, &ms)?;
+            if crate::plot::font().is_none() {
+                eprintln!("no font found (set HARE_LAB_FONT): plots drawn without text");
+            }
+            for f in files {
+                println!("{}", f.display());
+            }
+        }
+        AnalyzeCommand::Compare(a) => {
+            let p = a.path.params()?;
+            let first = |f: &PathBuf| -> Result<Metrics> {
+                let traces = load(std::slice::from_ref(f))?;
+                if traces.len() > 1 {
+                    eprintln!(
+                        "{}: {} traces, comparing the first",
+                        f.display(),
+                        traces.len()
+                    );
+                }
+                let t = traces
+                    .first()
+                    .with_context(|| format!("{}: no trace", f.display()))?;
+                Ok(compute(t, &p))
+            };
+            let (ma, mb) = (first(&a.a)?, first(&a.b)?);
+            if a.json {
+                let v = serde_json::json!({ "a": ma, "b": mb });
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                print!("{}", crate::table::comparison(&ma, &mb, a.markdown));
+            }
+        }
+        AnalyzeCommand::BenchAnalyze(a) => {
+            let dir = a.dir.unwrap_or_else(std::env::temp_dir);
+            let r = crate::bench::run(&dir, a.size.0, a.keep)?;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                let ok = |b: bool| if b { "ok" } else { "MISSED" };
+                println!(
+                    "qlog {:.1} MB, {} events (written in {:.2} s)",
+                    r.bytes as f64 / 1e6,
+                    r.events,
+                    r.generate_s
+                );
+                println!(
+                    "analysis {:.2} s: {:.1} MB/s (target >= {:.0}: {})",
+                    r.analyze_s,
+                    r.mb_per_s,
+                    crate::bench::TARGET_MB_PER_S,
+                    ok(r.fast_enough())
+                );
+                match r.peak_rss_bytes {
+                    Some(b) => println!(
+                        "peak RSS {:.1} MiB (target < {} MiB for 1 GB: {})",
+                        b as f64 / 1048576.0,
+                        crate::bench::TARGET_RSS_BYTES >> 20,
+                        ok(r.small_enough())
+                    ),
+                    None => println!("peak RSS unknown (no /proc/self/status)"),
+                }
+                println!("goodput found {:.1} Mbit/s", r.goodput_mbps);
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,391 @@
+//! Opening a file: format detection and the streaming readers.
+//!
+//! - qlog JSON-SEQ (RFC 7464 records, each starting with RS 0x1E; quinn and quiche
+//!   `.sqlog`): read one record at a time with `read_until(RS)`, so memory is one record.
+//! - qlog JSON (`.qlog`, an object with a `traces` array): a serde visitor walks the document
+//!   from a buffered reader and hands each event to the accumulator as it is parsed.
+//! - hare report JSON lines: [`hare_report::jsonl::read_run`] (reports are small).
+//!
+//! A truncated last record is skipped and counted; a bad record before the end is an error.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+
+use crate::accumulate::Accumulator;
+use crate::error::{AnalyzeError, Result};
+use crate::qlog_event::RawEvent;
+use crate::sidecar;
+use crate::trace::{Format, Skipped, Trace};
+
+const RS: u8 = 0x1E;
+const BUF: usize = 1 << 20;
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> AnalyzeError + '_ {
+    move |error| AnalyzeError::Io {
+        path: path.to_path_buf(),
+        error,
+    }
+}
+
+fn label(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+/// Reads every trace of a file (a report is one trace; a qlog JSON file may hold several).
+pub fn read_file(path: &Path) -> Result<Vec<Trace>> {
+    let file = File::open(path).map_err(io(path))?;
+    let mut r = BufReader::with_capacity(BUF, file);
+    let first = loop {
+        let buf = r.fill_buf().map_err(io(path))?;
+        if buf.is_empty() {
+            return Err(AnalyzeError::UnknownFormat {
+                path: path.to_path_buf(),
+                found: "the file is empty".into(),
+            });
+        }
+        match buf.iter().position(|b| !b.is_ascii_whitespace()) {
+            Some(i) => {
+                let b = buf[i];
+                r.consume(i);
+                break b;
+            }
+            None => {
+                let n = buf.len();
+                r.consume(n);
+            }
+        }
+    };
+    let mut traces = match first {
+        RS => vec![read_seq(path, r, RS)?],
+        b'{' => read_brace(path, r)?,
+        other => {
+            let head: Vec<u8> = r
+                .fill_buf()
+                .map_err(io(path))?
+                .iter()
+                .take(24)
+                .copied()
+                .collect();
+            return Err(AnalyzeError::UnknownFormat {
+                path: path.to_path_buf(),
+                found: format!(
+                    "found first byte 0x{other:02x} (text {:?})",
+                    String::from_utf8_lossy(&head)
+                ),
+            });
+        }
+    };
+    if traces.len() == 1 && traces[0].format == Format::QlogSeq {
+        sidecar::apply(path, &mut traces[0])?;
+    }
+    Ok(traces)
+}
+
+/// A file starting with `{`: a report (JSON lines), JSON-SEQ without RS, or qlog JSON.
+fn read_brace(path: &Path, mut r: BufReader<File>) -> Result<Vec<Trace>> {
+    let mut line = Vec::new();
+    (&mut r)
+        .take(BUF as u64)
+        .read_until(b'\n', &mut line)
+        .map_err(io(path))?;
+    let reopen = || -> Result<BufReader<File>> {
+        Ok(BufReader::with_capacity(
+            BUF,
+            File::open(path).map_err(io(path))?,
+        ))
+    };
+    match serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&line) {
+        Ok(obj) if obj.get("type").and_then(|v| v.as_str()) == Some("header") => {
+            Ok(vec![crate::report_read::read_report(path, reopen()?)?])
+        }
+        Ok(obj) if obj.contains_key("traces") => read_json(path, reopen()?),
+        Ok(obj) if obj.contains_key("qlog_version") || obj.contains_key("qlog_format") => {
+            Ok(vec![read_seq(path, reopen()?, b'\n')?])
+        }
+        Ok(obj) => Err(AnalyzeError::UnknownFormat {
+            path: path.to_path_buf(),
+            found: format!(
+                "found a JSON object with keys {:?}",
+                obj.keys().take(8).collect::<Vec<_>>()
+            ),
+        }),
+        // A multi-line (pretty) document: qlog JSON, or the visitor says what it is not.
+        Err(_) => read_json(path, reopen()?),
+    }
+}
+
+/// The JSON-SEQ header record.
+#[derive(Deserialize)]
+struct SeqHeader {
+    #[serde(default)]
+    qlog_version: Option<String>,
+    #[serde(default)]
+    qlog_format: Option<String>,
+}
+
+/// Reads a JSON-SEQ stream whose records end at `sep` (RS, or newline for RS-less files).
+pub fn read_seq<R: BufRead>(path: &Path, mut r: R, sep: u8) -> Result<Trace> {
+    let mut acc = Accumulator::new(label(path), Format::QlogSeq);
+    let mut buf = Vec::with_capacity(4096);
+    let mut record: u64 = 0;
+    let mut header_seen = false;
+    let mut pending: Option<(u64, String)> = None;
+    loop {
+        buf.clear();
+        let n = r.read_until(sep, &mut buf).map_err(io(path))?;
+        if n == 0 {
+            break;
+        }
+        let body = trim(&buf, sep);
+        if body.is_empty() {
+            continue;
+        }
+        record += 1;
+        if let Some((at, message)) = pending.take() {
+            return Err(AnalyzeError::BadRecord {
+                path: path.to_path_buf(),
+                record: at,
+                message,
+            });
+        }
+        if !header_seen {
+            match serde_json::from_slice::<SeqHeader>(body) {
+                Ok(h) if h.qlog_version.is_some() || h.qlog_format.is_some() => {
+                    header_seen = true;
+                    continue;
+                }
+                Ok(_) | Err(_) => {
+                    return Err(AnalyzeError::UnknownFormat {
+                        path: path.to_path_buf(),
+                        found: "the first JSON-SEQ record has no `qlog_version`".into(),
+                    })
+                }
+            }
+        }
+        match serde_json::from_slice::<RawEvent<'_>>(body) {
+            Ok(ev) => acc.feed(&ev),
+            Err(e) => pending = Some((record, e.to_string())),
+        }
+    }
+    let mut skipped = Vec::new();
+    if let Some((at, message)) = pending {
+        skipped.push(Skipped {
+            count: 1,
+            reason: format!("last record ({at}) cut short: {message}"),
+        });
+    }
+    if !header_seen {
+        return Err(AnalyzeError::UnknownFormat {
+            path: path.to_path_buf(),
+            found: "no qlog header record".into(),
+        });
+    }
+    Ok(acc.finish(skipped))
+}
+
+fn trim(buf: &[u8], sep: u8) -> &[u8] {
+    let mut b = buf;
+    while let Some((&last, rest)) = b.split_last() {
+        if last == sep || last == RS || last.is_ascii_whitespace() {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    while let Some((&first, rest)) = b.split_first() {
+        if first == RS || first.is_ascii_whitespace() {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    b
+}
+
+/// State of the qlog JSON visitor.
+struct JsonSink {
+    path: PathBuf,
+    version: Option<String>,
+    done: Vec<Trace>,
+    current: Option<Accumulator>,
+}
+
+impl JsonSink {
+    fn start(&mut self) {
+        let n = self.done.len();
+        let name = format!("{}#{n}", label(&self.path));
+        self.current = Some(Accumulator::new(name, Format::QlogJson));
+    }
+    fn end(&mut self, skipped: Vec<Skipped>) {
+        if let Some(acc) = self.current.take() {
+            self.done.push(acc.finish(skipped));
+        }
+    }
+}
+
+/// Reads a qlog JSON document, one event at a time.
+pub fn read_json<R: Read>(path: &Path, r: R) -> Result<Vec<Trace>> {
+    let mut sink = JsonSink {
+        path: path.to_path_buf(),
+        version: None,
+        done: Vec::new(),
+        current: None,
+    };
+    let mut de = serde_json::Deserializer::from_reader(r);
+    let outcome = DocSeed(&mut sink).deserialize(&mut de);
+    let events: u64 = sink.done.iter().map(|t| t.records).sum::<u64>()
+        + sink.current.as_ref().map_or(0, |a| a.records());
+    match outcome {
+        Ok(()) => {}
+        Err(e) if e.is_eof() && sink.version.is_some() => {
+            sink.end(vec![Skipped {
+                count: 1,
+                reason: format!(
+                    "document cut short at line {} column {} after {events} events: the rest \
+                     of the file is missing",
+                    e.line(),
+                    e.column()
+                ),
+            }]);
+        }
+        Err(e) if sink.version.is_none() || events == 0 => {
+            return Err(AnalyzeError::UnknownFormat {
+                path: path.to_path_buf(),
+                found: format!("parsing as qlog JSON failed: {e}"),
+            })
+        }
+        Err(e) => {
+            return Err(AnalyzeError::BadRecord {
+                path: path.to_path_buf(),
+                record: events + 1,
+                message: e.to_string(),
+            })
+        }
+    }
+    if sink.version.is_none() {
+        return Err(AnalyzeError::UnknownFormat {
+            path: path.to_path_buf(),
+            found: "a JSON object without `qlog_version`".into(),
+        });
+    }
+    if sink.done.is_empty() {
+        return Err(AnalyzeError::Empty {
+            path: path.to_path_buf(),
+            message: "the qlog has no traces".into(),
+        });
+    }
+    Ok(sink.done)
+}
+
+struct DocSeed<'s>(&'s mut JsonSink);
+
+impl<'de> DeserializeSeed<'de> for DocSeed<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DocSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a qlog JSON object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match key.as_ref() {
+                "qlog_version" => self.0.version = Some(map.next_value::<String>()?),
+                "traces" if self.0.version.is_some() => map.next_value_seed(TracesSeed(self.0))?,
+                "traces" => {
+                    // qlog_version may come after the traces; accept both orders.
+                    self.0.version = Some(String::new());
+                    map.next_value_seed(TracesSeed(self.0))?
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+struct TracesSeed<'s>(&'s mut JsonSink);
+
+impl<'de> DeserializeSeed<'de> for TracesSeed<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TracesSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of qlog traces")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
+        while seq.next_element_seed(TraceSeed(self.0))?.is_some() {}
+        Ok(())
+    }
+}
+
+struct TraceSeed<'s>(&'s mut JsonSink);
+
+impl<'de> DeserializeSeed<'de> for TraceSeed<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TraceSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a qlog trace object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        self.0.start();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key == "events" {
+                map.next_value_seed(EventsSeed(self.0))?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        self.0.end(Vec::new());
+        Ok(())
+    }
+}
+
+struct EventsSeed<'s>(&'s mut JsonSink);
+
+impl<'de> DeserializeSeed<'de> for EventsSeed<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EventsSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of qlog events (objects with `time`, `name`, `data`)")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
+        while let Some(ev) = seq.next_element::<RawEvent<'_>>()? {
+            if let Some(acc) = self.0.current.as_mut() {
+                acc.feed(&ev);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,284 @@
+//! One transfer with hare-send / hare-recv through a fresh namespace-mode emulator: start the
+//! namespaces, the receiver (inside the receiver namespace), the sender (inside the sender
+//! namespace), wait with a time limit, stop the emulator, and fold its self-check and the
+//! path's scheduled events into the sender's report.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+
+use anyhow::{bail, Context, Result};
+use hare_report::{jsonl, Run};
+
+use crate::check::{path_events, EmulatorRun};
+use crate::clock::monotonic_ns;
+use crate::namespace::{NamespaceConfig, NamespaceEmulator};
+use crate::netns::Side;
+use crate::tcp_cubic::{CubicParams, CubicParamsGuard};
+
+/// Port hare-recv listens on inside the receiver namespace.
+pub const RECV_PORT: u16 = 5210;
+
+/// What to transfer and how.
+#[derive(Debug, Clone)]
+pub struct TransferSpec {
+    /// Run name (file names in `work_dir`).
+    pub name: String,
+    /// Kernel TCP (`--tcp`) instead of QUIC.
+    pub tcp: bool,
+    /// `--cc`: hare-cc grammar for QUIC, a kernel name for TCP.
+    pub cc: String,
+    /// With `tcp`: `--pacing-rate` in bit/s (SO_MAX_PACING_RATE: kernel pacing on).
+    pub pacing_rate: Option<u64>,
+    /// tcp_cubic parameters held for the run (kernel runs).
+    pub kernel_params: CubicParams,
+    /// `-T` seconds (bulk by time).
+    pub seconds: Option<f64>,
+    /// `-n` bytes (bulk by size).
+    pub bytes: Option<u64>,
+    /// Files to send (file mode; received into `work_dir/<name>.recv/`).
+    pub files: Vec<PathBuf>,
+    /// `-w` (QUIC windows; kernel TCP autotunes when `None`).
+    pub window: Option<String>,
+    /// `-i` report interval, seconds.
+    pub interval: f64,
+    /// Give up (and kill both) after this long, seconds.
+    pub timeout_s: f64,
+    /// Directory with the `hare-send` and `hare-recv` executables.
+    pub bin_dir: PathBuf,
+    /// Where reports, logs and received files go.
+    pub work_dir: PathBuf,
+}
+
+/// What came of a transfer.
+#[derive(Debug)]
+pub struct TransferOutcome {
+    /// The sender's report, with the emulator's verdict and the path's events folded in
+    /// (`None` when the sender wrote none).
+    pub run: Option<Run>,
+    /// The emulator's self-check.
+    pub emulator: EmulatorRun,
+    /// Exit status of the sender (`None`: killed at the time limit or interrupted).
+    pub sender_ok: Option<bool>,
+    /// Exit status of the receiver.
+    pub receiver_ok: Option<bool>,
+    /// Where the report was written.
+    pub report_path: PathBuf,
+    /// Where received files went (file mode).
+    pub recv_dir: PathBuf,
+}
+
+impl TransferOutcome {
+    /// Valid emulator run, both ends succeeded, and a summary that says valid.
+    pub fn valid(&self) -> bool {
+        self.emulator.valid
+            && self.sender_ok == Some(true)
+            && self
+                .run
+                .as_ref()
+                .and_then(|r| r.summary.as_ref())
+                .is_some_and(|s| s.valid)
+    }
+}
+
+/// Finds `hare-send` and `hare-recv`: `explicit`, else `$HARE_BIN_DIR`, else the directory of
+/// the running executable or its parent (a test binary lives in `target/<profile>/deps`).
+pub fn find_bins(explicit: Option<&Path>) -> Result<PathBuf> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(d) = explicit {
+        candidates.push(d.to_path_buf());
+    }
+    if let Some(d) = std::env::var_os("HARE_BIN_DIR") {
+        candidates.push(PathBuf::from(d));
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(d) = exe.parent() {
+            candidates.push(d.to_path_buf());
+            if let Some(p) = d.parent() {
+                candidates.push(p.to_path_buf());
+            }
+        }
+    }
+    for d in &candidates {
+        if d.join("hare-send").is_file() && d.join("hare-recv").is_file() {
+            return Ok(d.clone());
+        }
+    }
+    bail!(
+        "hare-send / hare-recv not found in {:?}: build them (cargo build -p hare-send -p hare-recv) \
+         or pass --bin-dir / set HARE_BIN_DIR",
+        candidates
+    )
+}
+
+fn wait_child(child: &mut Child, deadline_ns: u64) -> Option<bool> {
+    // Bounded by the deadline; polls every 20 ms.
+    loop {
+        match child.try_wait() {
+            Ok(Some(st)) => return Some(st.success()),
+            Ok(None) => {}
+            Err(_) => return None,
+        }
+        if monotonic_ns() >= deadline_ns || crate::signals::interrupted() {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Runs one transfer through a fresh emulator built from `ns`.
+pub fn run_transfer(ns: &NamespaceConfig, spec: &TransferSpec) -> Result<TransferOutcome> {
+    std::fs::create_dir_all(&spec.work_dir)
+        .with_context(|| format!("creating {}", spec.work_dir.display()))?;
+    let report_path = spec.work_dir.join(format!("{}.jsonl", spec.name));
+    let recv_dir = spec.work_dir.join(format!("{}.recv", spec.name));
+    let identity = spec.work_dir.join("identity");
+    let _ = std::fs::remove_file(&report_path);
+    // tcp_cubic parameters: exclusive while changed, shared otherwise (serialised runs).
+    let guard = if spec.tcp {
+        Some(CubicParamsGuard::apply(&spec.kernel_params, 1800.0).context("tcp_cubic parameters")?)
+    } else {
+        None
+    };
+    let emu = NamespaceEmulator::start(ns.clone()).context("starting the namespace emulator")?;
+    let peer = format!("{}:{RECV_PORT}", ns.receiver_addr);
+    let payload = (ns.mtu - 28).to_string();
+
+    // Receiver.
+    let mut rcmd = emu.command(
+        Side::Receiver,
+        &spec.bin_dir.join("hare-recv").to_string_lossy(),
+    )?;
+    rcmd.arg("--listen")
+        .arg(&peer)
+        .arg("--identity")
+        .arg(&identity)
+        .arg("-1")
+        .arg("-q")
+        .arg("--mtu")
+        .arg(&payload);
+    if spec.tcp {
+        rcmd.arg("--tcp").arg("--cc").arg(&spec.cc);
+    } else if let Some(w) = &spec.window {
+        rcmd.arg("-w").arg(w);
+    }
+    if !spec.files.is_empty() {
+        std::fs::create_dir_all(&recv_dir)
+            .with_context(|| format!("creating {}", recv_dir.display()))?;
+        rcmd.arg("--dir").arg(&recv_dir);
+    }
+    let rlog = std::fs::File::create(spec.work_dir.join(format!("{}.recv.log", spec.name)))
+        .context("receiver log")?;
+    rcmd.stdout(Stdio::piped()).stderr(rlog);
+    let mut receiver = rcmd
+        .spawn()
+        .context("starting hare-recv in the receiver namespace")?;
+    let out = receiver.stdout.take().context("receiver stdout")?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if line.contains("listening on") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    if rx.recv_timeout(std::time::Duration::from_secs(20)).is_err() {
+        let _ = receiver.kill();
+        let _ = receiver.wait();
+        let run = emu.stop();
+        bail!(
+            "hare-recv did not start listening within 20 s (see {}.recv.log); emulator: {:?}",
+            spec.name,
+            run.map(|r| r.line())
+        );
+    }
+
+    // Sender.
+    let mut scmd = emu.command(
+        Side::Sender,
+        &spec.bin_dir.join("hare-send").to_string_lossy(),
+    )?;
+    scmd.arg("-q")
+        .arg("-i")
+        .arg(spec.interval.to_string())
+        .arg("--mtu")
+        .arg(&payload)
+        .arg("--jsonl")
+        .arg(&report_path)
+        .arg("--cc")
+        .arg(&spec.cc);
+    if spec.tcp {
+        scmd.arg("--tcp");
+        if let Some(p) = spec.pacing_rate {
+            scmd.arg("--pacing-rate").arg(p.to_string());
+        }
+    } else {
+        scmd.arg("--cert").arg(identity.join("cert.pem"));
+        if let Some(w) = &spec.window {
+            scmd.arg("-w").arg(w);
+        }
+    }
+    if let Some(s) = spec.seconds {
+        scmd.arg("-T").arg(s.to_string());
+    }
+    if let Some(n) = spec.bytes {
+        scmd.arg("-n").arg(n.to_string());
+    }
+    for f in &spec.files {
+        scmd.arg(f);
+    }
+    scmd.arg(&peer);
+    let slog = std::fs::File::create(spec.work_dir.join(format!("{}.send.log", spec.name)))
+        .context("sender log")?;
+    scmd.stdout(Stdio::null()).stderr(slog);
+    let start_ns = monotonic_ns();
+    let mut sender = scmd
+        .spawn()
+        .context("starting hare-send in the sender namespace")?;
+    let deadline = start_ns + (spec.timeout_s * 1e9) as u64;
+    let sender_ok = wait_child(&mut sender, deadline);
+    let receiver_ok = wait_child(&mut receiver, monotonic_ns() + 5_000_000_000);
+    let offset_s = start_ns.saturating_sub(emu.origin_ns()) as f64 / 1e9;
+    let emulator = emu.stop().context("stopping the emulator")?;
+    if let Some(g) = guard {
+        g.restore().context("restoring tcp_cubic parameters")?;
+    }
+
+    let run = match std::fs::File::open(&report_path) {
+        Ok(f) => {
+            let mut run =
+                jsonl::read_run(BufReader::new(f), &report_path.display().to_string())?.run;
+            let end_s = run.summary.as_ref().map_or(0.0, |s| s.seconds);
+            if let Some(s) = run.summary.as_mut() {
+                emulator.apply_to(s);
+                if sender_ok != Some(true) {
+                    s.valid = false;
+                    s.invalid_reasons
+                        .push("hare-send did not exit successfully".into());
+                }
+            }
+            run.events.extend(path_events(&emulator.path, offset_s));
+            run.events.extend(emulator.events(end_s));
+            run.events.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+            let f = std::fs::File::create(&report_path)
+                .with_context(|| format!("rewriting {}", report_path.display()))?;
+            jsonl::write_run(std::io::BufWriter::new(f), &run)?;
+            Some(run)
+        }
+        Err(_) => None,
+    };
+    let emu_path = spec.work_dir.join(format!("{}.emu.json", spec.name));
+    std::fs::write(&emu_path, serde_json::to_string_pretty(&emulator)?)
+        .with_context(|| format!("writing {}", emu_path.display()))?;
+    Ok(TransferOutcome {
+        run,
+        emulator,
+        sender_ok,
+        receiver_ok,
+        report_path,
+        recv_dir,
+    })
+}
