@@ -107,10 +107,29 @@ fn five_second_transfers_quic_and_kernel_tcp_fill_the_link() {
     let Some(bin) = bins() else { return };
     let work = tempfile::tempdir().unwrap();
     let ns = NamespaceConfig::new("tx1", path_50m_40ms());
-    let quic = run_transfer(&ns, &spec("quic", false, bin.clone(), &work)).unwrap();
+    let quic = valid_run(&ns, &spec("quic", false, bin.clone(), &work));
     check_bulk(&quic, false);
-    let tcp = run_transfer(&ns, &spec("tcp", true, bin, &work)).unwrap();
+    let tcp = valid_run(&ns, &spec("tcp", true, bin, &work));
     check_bulk(&tcp, true);
+}
+
+/// Runs a transfer until the emulator's self-check calls it valid, at most 3 times. A run
+/// the self-check rejects (a VM-wide stall of a few ms pushes p99 lateness over 1 ms on these
+/// 2-vCPU machines) says nothing about the path; the rejected attempts are printed, and
+/// `check_bulk` still fails the test when no attempt was valid.
+fn valid_run(ns: &NamespaceConfig, spec: &TransferSpec) -> TransferOutcome {
+    let mut attempt = 1;
+    loop {
+        let o = run_transfer(ns, spec).unwrap();
+        if o.emulator.valid || attempt == 3 {
+            return o;
+        }
+        println!(
+            "attempt {attempt} of {}: emulator marked the run invalid ({:?}); retrying",
+            spec.name, o.emulator.invalid_reasons
+        );
+        attempt += 1;
+    }
 }
 
 #[test]
