@@ -9,40 +9,10 @@ use anyhow::{anyhow, Context, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
-/// Fonts tried, in order, when `$HARE_LAB_FONT` is not set.
-pub const FONT_CANDIDATES: &[&str] = &[
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/TTF/DejaVuSans.ttf",
-    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
-];
-
-static FONT: OnceLock<Option<PathBuf>> = OnceLock::new();
-
-/// Register a font for plot text once; returns the font used, `None` when no font was found
-/// (plots are then drawn without text).
-pub fn font() -> Option<&'static Path> {
-    FONT.get_or_init(|| {
-        let mut candidates: Vec<PathBuf> = Vec::new();
-        if let Some(p) = std::env::var_os("HARE_LAB_FONT") {
-            candidates.push(PathBuf::from(p));
-        }
-        candidates.extend(FONT_CANDIDATES.iter().map(PathBuf::from));
-        for c in candidates {
-            if let Ok(bytes) = std::fs::read(&c) {
-                // plotters keeps registered fonts for the life of the process.
-                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-                if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
-                    return Some(c);
-                }
-            }
-        }
-        None
-    })
-    .as_deref()
-}
+/// Font discovery and registration are shared with the analysis plots (one registration per
+/// process, one list of candidates).
+pub use hare_analyze::plot::{font, FONT_CANDIDATES};
 
 /// What a throughput plot shows.
 #[derive(Debug, Clone, Default)]
