@@ -597,7 +597,11 @@ pub fn saturated_queue_delay_ns(cfg: &ValidateConfig, offered: f64) -> f64 {
     let r = cfg.rate.0 as f64;
     let pkt = f64::from(cfg.packet.max(1));
     let in_line = (cfg.queue_bytes() / u64::from(cfg.packet.max(1))) as f64;
-    let served = if offered > r { r / (2.0 * offered) } else { 0.5 };
+    let served = if offered > r {
+        r / (2.0 * offered)
+    } else {
+        0.5
+    };
     (in_line - served) * pkt * 8.0 * 1e9 / r
 }
 
@@ -758,7 +762,10 @@ mod tests {
             }
         }
         let got = median(&mut delays).unwrap() as f64;
-        assert!((got - want).abs() <= 5_000.0, "link {got} ns vs formula {want} ns");
+        assert!(
+            (got - want).abs() <= 5_000.0,
+            "link {got} ns vs formula {want} ns"
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod cc;
 pub mod channels;
 pub mod cpu;
 pub mod error;
+pub mod hystart_mib;
 pub mod identity;
 pub mod names;
 pub mod protocol;

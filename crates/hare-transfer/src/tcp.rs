@@ -70,6 +70,16 @@ pub fn tcp_info(sock: &impl AsRawFd) -> std::io::Result<TcpInfo> {
     })
 }
 
+/// The congestion control a connected socket runs (`TCP_CONGESTION`), e.g. `cubic`.
+pub fn congestion_control(sock: &TcpStream) -> Option<String> {
+    let name = socket2::SockRef::from(sock).tcp_congestion().ok()?;
+    Some(
+        String::from_utf8_lossy(&name)
+            .trim_end_matches('\0')
+            .to_owned(),
+    )
+}
+
 /// The kernel's available congestion controls, for error messages.
 pub fn available_controls() -> String {
     std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")

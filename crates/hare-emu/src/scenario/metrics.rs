@@ -97,15 +97,17 @@ pub fn run_metrics(run: &Run, capacity_mbps: f64) -> RunMetrics {
             _ => {}
         }
     }
-    if run.header.transport == hare_report::Transport::Tcp {
-        // Kernel TCP: hare-send samples TCP_INFO once per interval, and after a loss the
-        // sampled cwnd is already reduced (PRR), so the report's "observed" exit understates
-        // the window at which slow start ended. ssthresh is exact: the first finite
-        // tcpi_snd_ssthresh ends slow start. Without a retransmission yet, HyStart set
-        // ssthresh = cwnd (tcp_cubic.c, hystart_update); after a loss tcp_cubic set
-        // ssthresh = max(cwnd * beta / 1024, 2) (cubictcp_recalc_ssthresh), so the window
-        // at the loss was ssthresh * 1024 / beta (beta 717, the default none of the knobs
-        // change; exact to within one segment).
+    if run.header.transport == hare_report::Transport::Tcp && m.exit_cwnd.is_none() {
+        // Kernel TCP, a report without hare-send's own exit record (an older hare-send, or a
+        // kernel without the HyStart SNMP counters): infer it from the sampled intervals.
+        // TCP_INFO is sampled once per interval, and after a loss the sampled cwnd is already
+        // reduced (PRR), but ssthresh is exact: the first finite tcpi_snd_ssthresh ends slow
+        // start. Without a retransmission yet, HyStart set ssthresh = cwnd (tcp_cubic.c,
+        // hystart_update); after a loss tcp_cubic set ssthresh = max(cwnd * beta / 1024, 2)
+        // (cubictcp_recalc_ssthresh), so the window at the loss was ssthresh * 1024 / beta
+        // (beta 717, the default none of the knobs change; exact to within one segment).
+        // hare-send itself names the HyStart test and its cwnd from the kernel's counters
+        // (hare_transfer::hystart_mib); that record, when present, is used above.
         let mut lost = 0u64;
         for iv in &run.intervals {
             lost += iv.lost_packets;
@@ -238,6 +240,14 @@ mod tests {
         let mut r = run();
         r.header.transport = hare_report::Transport::Tcp;
         r.intervals[2].ssthresh_segments = Some(880);
+        // hare-send's own record (from the kernel's HyStart counters) wins.
+        let m = run_metrics(&r, 100.0);
+        assert_eq!(m.exit_cwnd, Some(700));
+        assert_eq!(m.exit_reason.as_deref(), Some("ack-train"));
+        // Without it, the first finite ssthresh.
+        if let Some(s) = r.summary.as_mut() {
+            s.slow_start_exit = None;
+        }
         let m = run_metrics(&r, 100.0);
         assert_eq!(m.exit_cwnd, Some(880));
         assert_eq!(m.exit_reason.as_deref(), Some("hystart (from ssthresh)"));

@@ -435,6 +435,7 @@ pub async fn send(opts: SendOptions, mut stop: Stop) -> Result<SendOutcome> {
         ))),
         Opener::Tcp { sockets, .. } => Probe::Tcp {
             sockets: sockets.clone(),
+            mib0: crate::hystart_mib::HystartMib::read(),
             last_retrans: 0,
             last_segs: 0,
             exit_seen: false,

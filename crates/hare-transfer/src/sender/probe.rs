@@ -9,14 +9,75 @@ use hare_report::{Event, EventKind};
 use tokio::net::TcpStream;
 
 use super::opener::lock;
+use crate::hystart_mib::{cubic_beta, HystartMib};
 use crate::sampler::{QuicSampler, Sample};
 use crate::tcp;
+
+/// Why and where kernel TCP left slow start, at the first sample whose ssthresh is finite.
+///
+/// In order of certainty: the namespace's HyStart counters moved (the kernel names the test
+/// and the cwnd it fired at, exactly); a retransmission happened (a loss: the window at the
+/// loss was `ssthresh * 1024 / beta` for CUBIC, `tcpi_snd_cwnd` having already been cut, and
+/// `2 * ssthresh` for Reno's halving); neither (ssthresh was preset: tcp_cubic's
+/// `initial_ssthresh` or a route metric), once cwnd has reached it (`None` before: slow start
+/// is still on). Without counters (an old kernel, or no /proc), a finite ssthresh without a
+/// retransmission is reported as a note.
+///
+/// `mibs`: the counters at the start and now; `beta`: tcp_cubic's module parameter.
+fn tcp_exit(
+    info: &tcp::TcpInfo,
+    retrans: u64,
+    mibs: Option<(HystartMib, HystartMib)>,
+    cc: Option<&str>,
+    beta: u32,
+) -> Option<EventKind> {
+    let ssthresh = info.ssthresh.unwrap_or(info.cwnd);
+    let hystart = mibs.and_then(|(a, b)| a.exit_since(&b));
+    if let Some(h) = hystart {
+        return Some(EventKind::SlowStartExitObserved {
+            cwnd_segments: h.cwnd_segments,
+            reason: if h.ack_train {
+                ExitReason::AckTrain
+            } else {
+                ExitReason::Delay
+            },
+        });
+    }
+    if retrans > 0 {
+        let cwnd = match cc {
+            Some("cubic") => (u64::from(ssthresh) * 1024).div_ceil(u64::from(beta.max(1))),
+            Some("reno") => u64::from(ssthresh) * 2,
+            _ => u64::from(info.cwnd.max(ssthresh)),
+        };
+        return Some(EventKind::SlowStartExitObserved {
+            cwnd_segments: u32::try_from(cwnd).unwrap_or(u32::MAX),
+            reason: ExitReason::Loss,
+        });
+    }
+    if info.cwnd < ssthresh {
+        return None;
+    }
+    if mibs.is_some() {
+        return Some(EventKind::SlowStartExitObserved {
+            cwnd_segments: ssthresh,
+            reason: ExitReason::SsthreshReached,
+        });
+    }
+    Some(EventKind::Note {
+        message: format!(
+            "slow start exit (observed) without retransmissions (HyStart?): cwnd {} seg, ssthresh {} seg",
+            info.cwnd, ssthresh
+        ),
+    })
+}
 
 /// Samples the sender's congestion state.
 pub(super) enum Probe {
     Quic(Box<QuicSampler>),
     Tcp {
         sockets: Arc<Mutex<Vec<Arc<TcpStream>>>>,
+        /// The namespace's HyStart counters when the run started (see `hystart_mib`).
+        mib0: Option<HystartMib>,
         last_retrans: u64,
         last_segs: u64,
         exit_seen: bool,
@@ -33,6 +94,7 @@ impl Probe {
             Probe::Quic(s) => s.sample(),
             Probe::Tcp {
                 sockets,
+                mib0,
                 last_retrans,
                 last_segs,
                 exit_seen,
@@ -68,26 +130,16 @@ impl Probe {
                 *last_segs = segs;
                 let mut events = Vec::new();
                 if !*exit_seen && first.ssthresh.is_some() {
-                    *exit_seen = true;
-                    let t_s = t0.elapsed().as_secs_f64();
-                    if retrans > 0 {
+                    let cc = lock(sockets)
+                        .first()
+                        .and_then(|s| tcp::congestion_control(s));
+                    let mibs = mib0.zip(HystartMib::read());
+                    let beta = cubic_beta();
+                    if let Some(kind) = tcp_exit(&first, retrans, mibs, cc.as_deref(), beta) {
+                        *exit_seen = true;
                         events.push(Event {
-                            t_s,
-                            kind: EventKind::SlowStartExitObserved {
-                                cwnd_segments: first.cwnd,
-                                reason: ExitReason::Loss,
-                            },
-                        });
-                    } else {
-                        events.push(Event {
-                            t_s,
-                            kind: EventKind::Note {
-                                message: format!(
-                                    "slow start exit (observed) without retransmissions (HyStart): cwnd {} seg, ssthresh {} seg",
-                                    first.cwnd,
-                                    first.ssthresh.unwrap_or(0)
-                                ),
-                            },
+                            t_s: t0.elapsed().as_secs_f64(),
+                            kind,
                         });
                     }
                 }
@@ -118,5 +170,95 @@ impl Probe {
                 ..
             } => (Some(*last_segs), *last_retrans, *srtt_ms, *min_rtt_ms),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(cwnd: u32, ssthresh: Option<u32>) -> tcp::TcpInfo {
+        tcp::TcpInfo {
+            cwnd,
+            ssthresh,
+            ..Default::default()
+        }
+    }
+
+    fn exit(k: Option<EventKind>) -> Option<(u32, ExitReason)> {
+        match k {
+            Some(EventKind::SlowStartExitObserved {
+                cwnd_segments,
+                reason,
+            }) => Some((cwnd_segments, reason)),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn kernel_counters_name_the_hystart_test_and_its_cwnd() {
+        let a = HystartMib {
+            train_detect: 5,
+            train_cwnd: 4000,
+            delay_detect: 2,
+            delay_cwnd: 3000,
+        };
+        let train = HystartMib {
+            train_detect: 6,
+            train_cwnd: 4906,
+            ..a
+        };
+        // A loss right after HyStart within the same interval: the counters still tell.
+        let got = tcp_exit(
+            &info(640, Some(634)),
+            12,
+            Some((a, train)),
+            Some("cubic"),
+            717,
+        );
+        assert_eq!(exit(got), Some((906, ExitReason::AckTrain)));
+        let delay = HystartMib {
+            delay_detect: 3,
+            delay_cwnd: 4735,
+            ..a
+        };
+        let got = tcp_exit(
+            &info(1735, Some(1735)),
+            0,
+            Some((a, delay)),
+            Some("cubic"),
+            717,
+        );
+        assert_eq!(exit(got), Some((1735, ExitReason::Delay)));
+    }
+
+    #[test]
+    fn a_loss_exit_is_the_window_before_the_reduction() {
+        let a = HystartMib::default();
+        // ssthresh 880 after tcp_cubic's beta 717: 880 * 1024 / 717 = 1256.8 -> 1257.
+        let got = tcp_exit(&info(700, Some(880)), 3, Some((a, a)), Some("cubic"), 717);
+        assert_eq!(exit(got), Some((1257, ExitReason::Loss)));
+        // beta = 512 (halving): 2 x ssthresh.
+        let got = tcp_exit(&info(700, Some(880)), 3, Some((a, a)), Some("cubic"), 512);
+        assert_eq!(exit(got), Some((1760, ExitReason::Loss)));
+        let got = tcp_exit(&info(400, Some(500)), 3, None, Some("reno"), 717);
+        assert_eq!(exit(got), Some((1000, ExitReason::Loss)));
+    }
+
+    #[test]
+    fn a_preset_ssthresh_ends_slow_start_only_once_reached() {
+        let a = HystartMib::default();
+        // tcp_cubic initial_ssthresh=100: finite from the first ACK, reached later.
+        assert_eq!(
+            tcp_exit(&info(40, Some(100)), 0, Some((a, a)), Some("cubic"), 717),
+            None
+        );
+        let got = tcp_exit(&info(101, Some(100)), 0, Some((a, a)), Some("cubic"), 717);
+        assert_eq!(exit(got), Some((100, ExitReason::SsthreshReached)));
+        // No counters to ask: a note, not a guess.
+        assert!(matches!(
+            tcp_exit(&info(900, Some(880)), 0, None, Some("cubic"), 717),
+            Some(EventKind::Note { .. })
+        ));
     }
 }
