@@ -30,6 +30,7 @@ pub mod relay;
 pub mod runner;
 pub mod scenario;
 pub mod signals;
+mod sockopt;
 pub mod sysstat;
 pub mod tcp_cubic;
 pub mod traffic;

@@ -106,18 +106,7 @@ fn recv_stamped_from(
         }
         _ => None,
     };
-    let mut stamp = None;
-    // SAFETY: CMSG_* walk the control buffer the kernel filled, within msg_controllen.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SO_TIMESTAMPNS {
-                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
-                stamp = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
-            }
-            c = libc::CMSG_NXTHDR(&msg, c);
-        }
-    }
+    let stamp = crate::sockopt::receive_timestamp(&msg);
     Ok((n as usize, from, stamp))
 }
 
@@ -161,16 +150,8 @@ pub(crate) fn size_buffers<S: AsRawFd + std::os::fd::AsFd>(sock: &S, bytes: usiz
     if crate::netns::is_root() {
         let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
         for opt in [libc::SO_RCVBUFFORCE, libc::SO_SNDBUFFORCE] {
-            // SAFETY: setsockopt with a valid fd and an int option value.
-            unsafe {
-                libc::setsockopt(
-                    sock.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    opt,
-                    &v as *const libc::c_int as *const libc::c_void,
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                );
-            }
+            // Best effort, like the plain options above: the run's self-check reports drops.
+            let _ = crate::sockopt::set_int(sock, libc::SOL_SOCKET, opt, v);
         }
     }
 }

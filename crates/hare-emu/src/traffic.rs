@@ -54,18 +54,8 @@ const GSO_SEGMENTS: u64 = 8;
 
 /// Turns on UDP GSO (`UDP_SEGMENT`) with `payload`-byte segments; false when unsupported.
 fn enable_gso(sock: &UdpSocket, payload: usize) -> bool {
-    let size = payload as libc::c_int;
-    // SAFETY: setsockopt with a valid fd and an int option.
-    let rc = unsafe {
-        libc::setsockopt(
-            std::os::fd::AsRawFd::as_raw_fd(sock),
-            libc::SOL_UDP,
-            libc::UDP_SEGMENT,
-            &size as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    rc == 0
+    let size = libc::c_int::try_from(payload).unwrap_or(libc::c_int::MAX);
+    crate::sockopt::set_int(sock, libc::SOL_UDP, libc::UDP_SEGMENT, size).is_ok()
 }
 
 /// What a paced blast sent.
@@ -209,21 +199,8 @@ pub(crate) fn realtime_ns() -> u64 {
 }
 
 pub(crate) fn enable_timestamps(sock: &UdpSocket) -> Result<()> {
-    let on: libc::c_int = 1;
-    // SAFETY: setsockopt with a valid fd and an int option.
-    let rc = unsafe {
-        libc::setsockopt(
-            std::os::fd::AsRawFd::as_raw_fd(sock),
-            libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPNS,
-            &on as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(crate::error::last_os("setsockopt(SO_TIMESTAMPNS)"));
-    }
-    Ok(())
+    crate::sockopt::set_int(sock, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
+        .map_err(|e| EmuError::io("setsockopt(SO_TIMESTAMPNS)", e))
 }
 
 /// One datagram and its kernel receive time (`CLOCK_REALTIME` ns), via `recvmsg`.
@@ -244,18 +221,7 @@ pub(crate) fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> Option<(usize, O
     if n < 0 {
         return None;
     }
-    let mut stamp = None;
-    // SAFETY: CMSG_* walk the control buffer the kernel filled, within msg_controllen.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SO_TIMESTAMPNS {
-                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
-                stamp = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
-            }
-            c = libc::CMSG_NXTHDR(&msg, c);
-        }
-    }
+    let stamp = crate::sockopt::receive_timestamp(&msg);
     Some((n as usize, stamp))
 }
 
