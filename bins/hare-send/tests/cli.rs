@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use hare_transfer::testkit::{recv_options, BackgroundReceiver};
+use hare_transfer::testkit::{in_progress, recv_options, BackgroundReceiver};
 
 fn hare_send() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_hare-send"));
@@ -142,10 +142,7 @@ fn ctrl_c_aborts_a_file_and_resume_completes_it() {
     // Interrupt once data is arriving (polled, at most 30 s), however slow the host.
     let part = dst.path().join(".movie.bin.hare-part");
     for _ in 0..600 {
-        if std::fs::metadata(&part)
-            .map(|m| m.len() > 0)
-            .unwrap_or(false)
-        {
+        if in_progress(dst.path(), "movie.bin").iter().any(|f| f.1 > 0) {
             break;
         }
         std::thread::sleep(Duration::from_millis(50));

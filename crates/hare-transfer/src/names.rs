@@ -4,7 +4,9 @@
 //! file system: an empty name, a leading `/` (absolute), any empty, `.` or `..` component, a
 //! backslash or NUL or other control character (names that mean something else elsewhere),
 //! components longer than [`MAX_COMPONENT`] bytes (the temporary name must still fit in
-//! `NAME_MAX` = 255), and names longer than [`MAX_NAME`] bytes. When the file is created,
+//! `NAME_MAX` = 255), names longer than [`MAX_NAME`] bytes, and any component in the receiver's
+//! own namespace (ending in [`PART_SUFFIX`]: the receiver's temporary files are named so, and a
+//! job must never be able to name another job's temporary file). When the file is created,
 //! every existing directory on the way must be a real directory, not a symbolic link
 //! ([`safe_create_parents`]), so that no name can escape the receiving directory.
 
@@ -18,6 +20,8 @@ pub const MAX_COMPONENT: usize = 200;
 pub const MAX_NAME: usize = 4096;
 /// Deepest directory nesting accepted.
 pub const MAX_DEPTH: usize = 64;
+/// Suffix of the receiver's temporary files; no component of a job name may end with it.
+pub const PART_SUFFIX: &str = ".hare-part";
 
 /// Check a job name; on success return its components.
 pub fn check_name(name: &str) -> Result<Vec<&str>, String> {
@@ -44,6 +48,11 @@ pub fn check_name(name: &str) -> Result<Vec<&str>, String> {
             p if p.len() > MAX_COMPONENT => {
                 return Err(format!("component longer than {MAX_COMPONENT} bytes"))
             }
+            p if p.ends_with(PART_SUFFIX) => {
+                return Err(format!(
+                    "names ending in `{PART_SUFFIX}` are the receiver's temporary files"
+                ))
+            }
             _ => {}
         }
     }
@@ -60,14 +69,25 @@ pub fn final_path(dir: &Path, name: &str) -> Result<PathBuf, String> {
     Ok(p)
 }
 
-/// The temporary path a file is written to before it is verified: `.NAME.hare-part` in the
-/// same directory (so that the final rename is atomic).
-pub fn part_path(final_path: &Path) -> PathBuf {
+/// Where a partial file waits for `--resume`: `.NAME.hare-part` beside the final name. Only the
+/// receiver moves files in and out of it (no job can name it, see [`check_name`]).
+pub fn resume_path(final_path: &Path) -> PathBuf {
+    decorated(final_path, "")
+}
+
+/// The temporary path one job writes a file to before it is verified:
+/// `.NAME.<id>.hare-part` beside the final name (same directory, so that the final rename is
+/// atomic), `id` unique to the job and file.
+pub fn job_part_path(final_path: &Path, id: u64) -> PathBuf {
+    decorated(final_path, &format!(".{id:016x}"))
+}
+
+fn decorated(final_path: &Path, middle: &str) -> PathBuf {
     let name = final_path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    final_path.with_file_name(format!(".{name}.hare-part"))
+    final_path.with_file_name(format!(".{name}{middle}{PART_SUFFIX}"))
 }
 
 /// Create the directories of `name` under `dir`, refusing to pass through a symbolic link or
@@ -132,11 +152,28 @@ mod tests {
     }
 
     #[test]
-    fn part_path_is_hidden_sibling() {
+    fn part_paths_are_hidden_siblings_in_the_receivers_namespace() {
         assert_eq!(
-            part_path(Path::new("/r/d/f.bin")),
+            resume_path(Path::new("/r/d/f.bin")),
             PathBuf::from("/r/d/.f.bin.hare-part")
         );
+        assert_eq!(
+            job_part_path(Path::new("/r/d/f.bin"), 0xab),
+            PathBuf::from("/r/d/.f.bin.00000000000000ab.hare-part")
+        );
+        // A job can name neither, nor any directory in that namespace.
+        for bad in [
+            ".f.bin.hare-part",
+            "d/.f.bin.00000000000000ab.hare-part",
+            "x.hare-part/y",
+        ] {
+            assert!(check_name(bad).is_err(), "{bad:?} must be rejected");
+        }
+        assert!(check_name("f.hare-part.txt").is_ok());
+        // The longest component plus the decoration still fits NAME_MAX.
+        let long = "x".repeat(MAX_COMPONENT);
+        let p = job_part_path(Path::new(&long), u64::MAX);
+        assert!(p.as_os_str().len() <= 255);
     }
 
     #[test]

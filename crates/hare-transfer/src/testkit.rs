@@ -140,3 +140,41 @@ pub fn send_options(addr: SocketAddr, trust: Option<Trust>, job: SendJob) -> Sen
         tcp: None,
     }
 }
+
+/// A current-thread tokio runtime, as the binaries use.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("a test runtime: {e}"))
+}
+
+/// `n` deterministic pseudo-random bytes from `seed` (xorshift64*).
+pub fn seeded_bytes(seed: u64, n: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8
+        })
+        .collect()
+}
+
+/// The receiver's in-progress temporary files for `name` in `dir`
+/// (`.NAME.<16 hex digits>.hare-part`), with their lengths.
+pub fn in_progress(dir: &std::path::Path, name: &str) -> Vec<(String, u64)> {
+    let (pre, suf) = (format!(".{name}."), crate::names::PART_SUFFIX);
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let mid = n.strip_prefix(&pre)?.strip_suffix(suf)?;
+            let hex = mid.len() == 16 && mid.bytes().all(|b| b.is_ascii_hexdigit());
+            hex.then(|| (n.clone(), e.metadata().map(|m| m.len()).unwrap_or(0)))
+        })
+        .collect()
+}

@@ -6,29 +6,12 @@ use std::time::Duration;
 
 use hare_transfer::identity::Fingerprint;
 use hare_transfer::protocol::{self, FileEntry, Job, ToReceiver, ToSender};
-use hare_transfer::testkit::{recv_options, send_options, BackgroundReceiver};
+use hare_transfer::testkit::{
+    in_progress, recv_options, runtime as rt, seeded_bytes as bytes, send_options,
+    BackgroundReceiver,
+};
 use hare_transfer::trust::Trust;
 use hare_transfer::{send, stop_pair, SendJob, Stop, TransferError};
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
-/// Deterministic pseudo-random bytes (xorshift64*, seeded).
-fn bytes(seed: u64, n: usize) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8
-        })
-        .collect()
-}
 
 fn files_job(paths: Vec<PathBuf>) -> SendJob {
     SendJob::Files {
@@ -262,16 +245,13 @@ fn interrupted_transfer_leaves_no_final_file_and_resume_completes_it() {
     let mut o = send_options(f.recv.addr, f.recv.trust(), files_job(vec![p.clone()]));
     o.rate = Some(4_000_000); // 4 Mbit/s: 2 MB take 4 s, we stop soon after data flows
     let (trigger, stop) = stop_pair();
-    let watched = f.dst.path().join(".big.bin.hare-part");
+    let watched = f.dst.path().to_path_buf();
     let outcome = rt()
         .block_on(async move {
             tokio::spawn(async move {
                 // Stop once data is arriving (polled, at most 30 s), however slow the host.
                 for _ in 0..600 {
-                    if std::fs::metadata(&watched)
-                        .map(|m| m.len() > 0)
-                        .unwrap_or(false)
-                    {
+                    if in_progress(&watched, "big.bin").iter().any(|f| f.1 > 0) {
                         break;
                     }
                     tokio::time::sleep(Duration::from_millis(50)).await;

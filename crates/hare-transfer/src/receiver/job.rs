@@ -18,7 +18,7 @@ use crate::protocol::{
     read_frame, write_frame, DataHeader, DataKind, FilePlan, Job, ToReceiver, ToSender,
     MAX_STREAMS, PROTOCOL_VERSION,
 };
-use crate::recvfile::{plan_file, FileSink, Planned};
+use crate::recvfile::{plan_file, EarlyLimits, FileSink, FinalNames, Planned};
 use crate::report::{Printer, RunLog};
 
 use super::quic::accept_quic_streams;
@@ -32,6 +32,8 @@ pub(super) struct JobCtx {
     /// QUIC: where accepted data streams go (the acceptor starts after the Welcome).
     pub(super) data_tx: Option<mpsc::Sender<(DataHeader, DataIn)>>,
     pub(super) session: Option<[u8; 12]>,
+    /// Final names being received by this receiver's jobs.
+    pub(super) names: FinalNames,
 }
 
 /// An accepted job.
@@ -51,6 +53,7 @@ enum Accepted {
 fn accept_hello(
     opts: &RecvOptions,
     hello: &ToReceiver,
+    names: &FinalNames,
 ) -> Result<(Accepted, Vec<FilePlan>, u64), String> {
     let ToReceiver::Hello {
         version,
@@ -148,7 +151,7 @@ fn accept_hello(
                     problems.push(format!("{}: named twice", f.name));
                     continue;
                 }
-                match plan_file(dir, f, *resume, *force) {
+                match plan_file(dir, f, *resume, *force, names) {
                     Ok(p) => {
                         plans.push(p.plan(i as u32));
                         planned.insert(i as u32, p);
@@ -226,8 +229,8 @@ pub(super) async fn run_job(
     // Planning reads partial files to hash them: off the runtime thread, so that other
     // connections keep being served meanwhile.
     let verdict = {
-        let (o, h) = (opts.clone(), hello.clone());
-        tokio::task::spawn_blocking(move || accept_hello(&o, &h))
+        let (o, h, n) = (opts.clone(), hello.clone(), ctx.names.clone());
+        tokio::task::spawn_blocking(move || accept_hello(&o, &h, &n))
             .await
             .map_err(|e| TransferError::Protocol(format!("planning the job failed: {e}")))?
     };
@@ -458,8 +461,9 @@ pub(super) async fn run_job(
                             break;
                         };
                         let dir = dir.clone();
+                        let limits = EarlyLimits::for_window(opts.link.window);
                         tokio::spawn(async move {
-                            let r = file_stream(&dir, p, h, input, rx, counter).await;
+                            let r = file_stream(&dir, p, h, input, rx, counter, limits).await;
                             let _ = fin.send(Finished::File(h.index, r)).await;
                         });
                     }
@@ -563,9 +567,10 @@ async fn file_stream(
     mut input: DataIn,
     digest: oneshot::Receiver<Result<String, String>>,
     bytes: Arc<AtomicU64>,
+    limits: EarlyLimits,
 ) -> Result<(), String> {
     let name = planned.entry.name.clone();
-    let mut sink = FileSink::open(dir, planned, h.offset).map_err(|e| e.to_string())?;
+    let mut sink = FileSink::open(dir, planned, h.offset, limits).map_err(|e| e.to_string())?;
     // QUIC hands out about one packet per chunk: gather contiguous chunks so that the file
     // sees few large writes instead of one small write per packet.
     let mut pend: Vec<u8> = Vec::with_capacity(COALESCE);

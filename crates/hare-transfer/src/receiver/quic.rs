@@ -14,6 +14,7 @@ use crate::error::{Result, TransferError};
 use crate::protocol::{close, DataHeader};
 use crate::qlog::ConnectionQlog;
 use crate::quic_config::transport_with;
+use crate::recvfile::FinalNames;
 use crate::stop::Stop;
 
 use super::job::{run_job, JobCtx};
@@ -26,6 +27,7 @@ pub(super) async fn serve_quic(
     mut stop: Stop,
 ) -> Result<()> {
     let slots = Arc::new(Semaphore::new(opts.limits.max_conns.max(1)));
+    let names = FinalNames::default();
     let result = loop {
         let incoming = tokio::select! {
             i = endpoint.accept() => match i {
@@ -41,8 +43,9 @@ pub(super) async fn serve_quic(
         };
         let opts2 = opts.clone();
         let crypto = crypto.clone();
+        let names = names.clone();
         let fut = async move {
-            let r = quic_connection(opts2, crypto, incoming).await;
+            let r = quic_connection(opts2, crypto, incoming, names).await;
             drop(permit);
             r
         };
@@ -68,6 +71,7 @@ async fn quic_connection(
     opts: Arc<RecvOptions>,
     crypto: Arc<quinn::crypto::rustls::QuicServerConfig>,
     incoming: quinn::Incoming,
+    names: FinalNames,
 ) -> Result<()> {
     let peer = incoming.remote_address();
     let observer = Observer::new();
@@ -108,6 +112,7 @@ async fn quic_connection(
         conn: Some(conn.clone()),
         data_tx: Some(data_tx),
         session: None,
+        names,
     };
     let res = run_job(ctx, Box::new(recv), Box::new(send), data_rx).await;
     if let Some(q) = qlog.as_mut() {
@@ -120,8 +125,9 @@ async fn quic_connection(
         );
     }
     match &res {
-        Ok(()) => {
-            // The sender closes once it has the verdict; wait for that briefly.
+        Ok(()) | Err(TransferError::FilesFailed { .. }) => {
+            // Every verdict and the final `done` are on their way: closing now would discard
+            // them. The sender closes once it has read them; wait for that briefly.
             let _ = tokio::time::timeout(Duration::from_secs(5), conn.closed()).await;
         }
         Err(TransferError::Refused(r)) => {

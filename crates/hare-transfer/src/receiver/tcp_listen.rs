@@ -12,6 +12,7 @@ use tokio::sync::{mpsc, Semaphore};
 use crate::channels::{DataIn, TCP_CONTROL_MAGIC};
 use crate::error::Result;
 use crate::protocol::{write_frame, DataHeader, ToSender, MAX_STREAMS};
+use crate::recvfile::FinalNames;
 use crate::stop::Stop;
 
 use super::job::{run_job, JobCtx};
@@ -30,6 +31,7 @@ pub(super) async fn serve_tcp(
         opts.limits.max_conns.max(1) * (MAX_STREAMS as usize + 1),
     ));
     let sessions: Sessions = Arc::default();
+    let names = FinalNames::default();
     let (done_tx, mut done_rx) = mpsc::channel::<Result<()>>(1);
     loop {
         let (sock, peer) = tokio::select! {
@@ -43,14 +45,15 @@ pub(super) async fn serve_tcp(
         let Ok(p) = pending.clone().try_acquire_owned() else {
             continue;
         };
-        let (opts, slots, sessions, done_tx) = (
+        let (opts, slots, sessions, done_tx, names) = (
             opts.clone(),
             slots.clone(),
             sessions.clone(),
             done_tx.clone(),
+            names.clone(),
         );
         tokio::spawn(async move {
-            let r = tcp_socket(opts.clone(), sock, peer, slots, sessions).await;
+            let r = tcp_socket(opts.clone(), sock, peer, slots, sessions, names).await;
             drop(p);
             if let Some(r) = r {
                 if opts.one_shot {
@@ -70,6 +73,7 @@ async fn tcp_socket(
     peer: SocketAddr,
     slots: Arc<Semaphore>,
     sessions: Sessions,
+    names: FinalNames,
 ) -> Option<Result<()>> {
     let mut magic = [0u8; 4];
     if !matches!(
@@ -101,6 +105,7 @@ async fn tcp_socket(
             conn: None,
             data_tx: None,
             session: Some(id),
+            names,
         };
         let res = run_job(ctx, Box::new(r), Box::new(w), data_rx).await;
         lock(&sessions).remove(&id);

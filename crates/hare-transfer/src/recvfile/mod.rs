@@ -1,0 +1,514 @@
+//! The receiving side of one file: planned before the job is accepted, written at the offsets
+//! the data arrives at (unordered) into a temporary file that belongs to this job alone
+//! ([`part`]), hashed with BLAKE3 in file order, verified, and moved to its final name only
+//! once the digest matches.
+//!
+//! Why unordered: quinn's ordered reassembly keeps at most 1024 gaps per stream and kills the
+//! connection past that; writing each chunk at its offset never buffers. Hashing stays in file
+//! order: a chunk at the hashed frontier is hashed from memory, and when the frontier reaches
+//! data that arrived early ([`early`], bounded), that data is read back from the file.
+
+use std::io::Read;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Result, TransferError};
+use crate::names;
+use crate::protocol::{FileEntry, FilePlan};
+
+mod claims;
+mod early;
+mod part;
+
+pub use claims::{FinalNames, NameClaim};
+pub use early::EarlyError;
+use early::EarlyRanges;
+use part::PartFile;
+
+/// Read-back granularity when the hashed frontier catches up with early data.
+const READ_BACK: usize = 1 << 20;
+
+/// Bounds on the data of one file that arrived ahead of its in-order frontier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EarlyLimits {
+    /// Separate ranges (gaps) held at once.
+    pub ranges: usize,
+    /// Bytes ahead of the frontier.
+    pub bytes: u64,
+}
+
+impl EarlyLimits {
+    /// Bounds for a receiver whose stream receive window is `window` bytes: 65,536 ranges
+    /// (a loss of every other 1200-byte packet over 64 MiB in flight) and 4 windows of bytes
+    /// (at least 64 MiB): a sender's data can run at most about one window past a gap.
+    pub fn for_window(window: u64) -> Self {
+        Self {
+            ranges: 1 << 16,
+            bytes: window.saturating_mul(4).max(64 << 20),
+        }
+    }
+}
+
+/// A file accepted into a job, before its data channel arrives.
+#[derive(Debug)]
+pub struct Planned {
+    /// The manifest entry.
+    pub entry: FileEntry,
+    /// Where it ends up.
+    pub final_path: PathBuf,
+    /// Bytes of a partial file kept for resume, and the hash state over them.
+    have: u64,
+    prefix: Option<blake3::Hasher>,
+    /// The kept partial this job took over (resume).
+    part: Option<PartFile>,
+    force: bool,
+    _claim: NameClaim,
+}
+
+impl Planned {
+    /// What to tell the sender.
+    pub fn plan(&self, index: u32) -> FilePlan {
+        FilePlan {
+            index,
+            have: self.have,
+            have_blake3: self
+                .prefix
+                .as_ref()
+                .filter(|_| self.have > 0)
+                .map(|h| h.finalize().to_hex().to_string()),
+        }
+    }
+
+    /// Bytes still to receive if the sender accepts the resume offer.
+    pub fn remaining(&self) -> u64 {
+        self.entry.size - self.have
+    }
+}
+
+/// Check one manifest entry against `dir` and prepare it, claiming its final name in `names`.
+/// `Err` holds the reason to refuse.
+pub fn plan_file(
+    dir: &Path,
+    entry: &FileEntry,
+    resume: bool,
+    force: bool,
+    names: &FinalNames,
+) -> Result<Planned, String> {
+    let final_path = names::final_path(dir, &entry.name)?;
+    match std::fs::symlink_metadata(&final_path) {
+        Ok(m) if m.is_dir() => return Err("exists as a directory".into()),
+        Ok(_) if !force => return Err("exists (the sender may overwrite it with --force)".into()),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("cannot check: {}", os_reason(&e))),
+    }
+    let claim = names
+        .claim(&final_path)
+        .ok_or("being received from another sender right now; try again later")?;
+    let mut have = 0;
+    let mut prefix = None;
+    let mut part = None;
+    if resume {
+        if let Some(p) = PartFile::claim_resume(&final_path)
+            .map_err(|e| format!("cannot take over the partial file: {}", os_reason(&e)))?
+        {
+            let len = p
+                .file()
+                .metadata()
+                .map_err(|e| format!("cannot read the partial file: {}", os_reason(&e)))?
+                .len()
+                .min(entry.size);
+            let mut h = blake3::Hasher::new();
+            let n = std::io::copy(&mut p.file().take(len), &mut h)
+                .map_err(|e| format!("cannot read the partial file: {}", os_reason(&e)))?;
+            have = n;
+            prefix = Some(h);
+            let mut p = p;
+            p.set_keep(n);
+            part = Some(p);
+        }
+    }
+    Ok(Planned {
+        entry: entry.clone(),
+        final_path,
+        have,
+        prefix,
+        part,
+        force,
+        _claim: claim,
+    })
+}
+
+/// An I/O error as a sender may read it: the system's message, no receiver paths.
+fn os_reason(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_owned(),
+        None => s,
+    }
+}
+
+/// A file being received.
+#[derive(Debug)]
+pub struct FileSink {
+    name: String,
+    size: u64,
+    final_path: PathBuf,
+    force: bool,
+    part: PartFile,
+    hasher: blake3::Hasher,
+    /// Bytes `[0, hashed)` are written and hashed.
+    hashed: u64,
+    early: EarlyRanges,
+    /// Payload bytes received through this sink (not counting a resumed prefix).
+    received: u64,
+    _claim: NameClaim,
+}
+
+impl FileSink {
+    /// Open this job's own temporary file for data starting at `offset` (0, or the resume
+    /// point the sender accepted).
+    pub fn open(dir: &Path, planned: Planned, offset: u64, limits: EarlyLimits) -> Result<Self> {
+        let name = planned.entry.name.clone();
+        let ferr = |reason: String| TransferError::File {
+            name: name.clone(),
+            reason,
+        };
+        let (hasher, start) = match planned.prefix {
+            Some(h) if offset == planned.have && offset > 0 => (h, offset),
+            _ if offset == 0 => (blake3::Hasher::new(), 0),
+            _ => {
+                return Err(ferr(format!(
+                    "data starts at offset {offset}, but only 0 or {} were offered",
+                    planned.have
+                )))
+            }
+        };
+        names::safe_create_parents(dir, &name)?;
+        let mut part = match planned.part {
+            Some(p) => p,
+            None => PartFile::create(&planned.final_path)
+                .map_err(|e| ferr(format!("cannot create a temporary file: {}", os_reason(&e))))?,
+        };
+        part.file()
+            .set_len(start)
+            .map_err(|e| ferr(format!("cannot truncate: {}", os_reason(&e))))?;
+        part.set_keep(start);
+        Ok(Self {
+            name,
+            size: planned.entry.size,
+            final_path: planned.final_path,
+            force: planned.force,
+            part,
+            hasher,
+            hashed: start,
+            early: EarlyRanges::new(limits.ranges, limits.bytes),
+            received: 0,
+            _claim: planned._claim,
+        })
+    }
+
+    fn err(&self, reason: String) -> TransferError {
+        TransferError::File {
+            name: self.name.clone(),
+            reason,
+        }
+    }
+
+    /// The file's name in the job.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Payload bytes received through this sink.
+    pub fn received(&self) -> u64 {
+        self.received
+    }
+
+    /// True when every byte is written and hashed.
+    pub fn complete(&self) -> bool {
+        self.hashed == self.size
+    }
+
+    /// Map operations spent on out-of-order bookkeeping so far (a cost that tests can count).
+    pub fn reorder_work(&self) -> u64 {
+        self.early.work()
+    }
+
+    /// Write `data` at file offset `offset`.
+    pub fn write(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        let end = offset
+            .checked_add(data.len() as u64)
+            .filter(|e| *e <= self.size)
+            .ok_or_else(|| {
+                self.err(format!(
+                    "data beyond the announced size of {} bytes (offset {offset} + {})",
+                    self.size,
+                    data.len()
+                ))
+            })?;
+        if data.is_empty() || end <= self.hashed {
+            return Ok(());
+        }
+        self.part
+            .file()
+            .write_all_at(data, offset)
+            .map_err(|e| self.err(format!("write failed: {}", os_reason(&e))))?;
+        self.received += data.len() as u64;
+        if offset <= self.hashed {
+            let skip = (self.hashed - offset) as usize;
+            self.hasher.update(&data[skip..]);
+            self.hashed = end;
+            self.catch_up()?;
+            self.part.set_keep(self.hashed);
+            Ok(())
+        } else {
+            self.early
+                .insert(offset, end)
+                .map_err(|e| self.err(format!("sender misbehaves: {e}")))
+        }
+    }
+
+    /// Hash early data the frontier has reached, reading it back from the file.
+    fn catch_up(&mut self) -> Result<()> {
+        while let Some((_, e)) = self.early.pop_reached(self.hashed) {
+            let mut pos = self.hashed;
+            let mut buf = vec![0u8; READ_BACK.min((e.saturating_sub(pos)) as usize)];
+            while pos < e {
+                let n = ((e - pos) as usize).min(buf.len());
+                self.part
+                    .file()
+                    .read_exact_at(&mut buf[..n], pos)
+                    .map_err(|err| self.err(format!("read-back failed: {}", os_reason(&err))))?;
+                self.hasher.update(&buf[..n]);
+                pos += n as u64;
+            }
+            self.hashed = self.hashed.max(e);
+        }
+        Ok(())
+    }
+
+    /// Verify against the sender's digest and move this job's file to the final name.
+    pub fn finish(self, expected_hex: &str) -> Result<()> {
+        if !self.complete() {
+            let reason = format!(
+                "incomplete: {} of {} bytes in order; partial data kept for --resume",
+                self.hashed, self.size
+            );
+            return Err(self.err(reason));
+        }
+        let got = self.hasher.finalize().to_hex().to_string();
+        if !got.eq_ignore_ascii_case(expected_hex) {
+            let e = self.err(format!(
+                "BLAKE3 mismatch: sender {expected_hex}, received {got}; partial file removed"
+            ));
+            self.part.discard();
+            return Err(e);
+        }
+        let name = self.name.clone();
+        let ferr = |reason: String| TransferError::File { name, reason };
+        match self.part.publish(&self.final_path, self.force) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(ferr(
+                "appeared under the final name during the transfer; not overwritten \
+                 (the sender may overwrite it with --force)"
+                    .into(),
+            )),
+            Err(e) => Err(ferr(format!("cannot store the file: {}", os_reason(&e)))),
+        }
+    }
+
+    /// The transfer stopped: keep the partial file, cut to the bytes known good in order (so a
+    /// later `--resume` can continue from there).
+    pub fn keep_partial(self) {
+        drop(self);
+    }
+
+    /// The transfer failed for good: remove the partial file.
+    pub fn discard(self) {
+        self.part.discard();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: EarlyLimits = EarlyLimits {
+        ranges: 1 << 16,
+        bytes: 1 << 30,
+    };
+
+    fn entry(name: &str, size: u64) -> FileEntry {
+        FileEntry {
+            name: name.into(),
+            size,
+        }
+    }
+
+    fn data(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
+    }
+
+    #[test]
+    fn unordered_writes_hash_in_order_and_rename() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let bytes = data(3 * READ_BACK + 123);
+        let e = entry("sub/f.bin", bytes.len() as u64);
+        let p = plan_file(d.path(), &e, false, false, &FinalNames::default()).expect("plan");
+        let mut s = FileSink::open(d.path(), p, 0, LIMITS).expect("open");
+        // Chunks out of order, with an overlap.
+        let cuts = [0, 1000, 5000, READ_BACK + 7, 2 * READ_BACK, bytes.len()];
+        let order = [3, 1, 4, 0, 2];
+        for &i in &order {
+            let (a, b) = (cuts[i], cuts[i + 1]);
+            s.write(a as u64, &bytes[a..b]).expect("write");
+        }
+        s.write(900, &bytes[900..1100]).expect("overlap");
+        assert!(s.complete());
+        let digest = blake3::hash(&bytes).to_hex().to_string();
+        s.finish(&digest).expect("verified");
+        assert_eq!(
+            std::fs::read(d.path().join("sub/f.bin")).expect("read"),
+            bytes
+        );
+        assert_eq!(
+            std::fs::read_dir(d.path().join("sub"))
+                .expect("dir")
+                .count(),
+            1
+        );
+    }
+
+    #[test]
+    fn wrong_digest_leaves_no_final_file() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let e = entry("f", 10);
+        let p = plan_file(d.path(), &e, false, false, &FinalNames::default()).expect("plan");
+        let mut s = FileSink::open(d.path(), p, 0, LIMITS).expect("open");
+        s.write(0, &[1; 10]).expect("write");
+        let bad = blake3::hash(&[2; 10]).to_hex().to_string();
+        assert!(s.finish(&bad).is_err());
+        assert!(!d.path().join("f").exists());
+        assert!(!d.path().join(".f.hare-part").exists());
+    }
+
+    #[test]
+    fn data_beyond_size_is_refused() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let p = plan_file(
+            d.path(),
+            &entry("f", 4),
+            false,
+            false,
+            &FinalNames::default(),
+        )
+        .expect("plan");
+        let mut s = FileSink::open(d.path(), p, 0, LIMITS).expect("open");
+        assert!(s.write(2, &[0; 3]).is_err());
+        assert!(s.write(u64::MAX, &[0; 3]).is_err());
+    }
+
+    #[test]
+    fn existing_file_needs_force() {
+        let d = tempfile::tempdir().expect("tempdir");
+        std::fs::write(d.path().join("f"), b"old").expect("write");
+        let names = FinalNames::default();
+        assert!(plan_file(d.path(), &entry("f", 3), false, false, &names).is_err());
+        assert!(plan_file(d.path(), &entry("f", 3), false, true, &names).is_ok());
+        assert!(plan_file(d.path(), &entry("../f", 3), false, true, &names).is_err());
+    }
+
+    #[test]
+    fn resume_continues_after_the_kept_prefix() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let bytes = data(10_000);
+        let e = entry("f", bytes.len() as u64);
+        let p = plan_file(d.path(), &e, false, false, &FinalNames::default()).expect("plan");
+        let mut s = FileSink::open(d.path(), p, 0, LIMITS).expect("open");
+        s.write(0, &bytes[..4000]).expect("write");
+        s.write(6000, &bytes[6000..7000]).expect("early chunk");
+        s.keep_partial(); // interrupted: cut to the in-order 4000 bytes
+        let p = plan_file(d.path(), &e, true, false, &FinalNames::default()).expect("plan resume");
+        let plan = p.plan(0);
+        assert_eq!(plan.have, 4000);
+        assert_eq!(
+            plan.have_blake3,
+            Some(blake3::hash(&bytes[..4000]).to_hex().to_string())
+        );
+        assert_eq!(p.remaining(), 6000);
+        let mut s = FileSink::open(d.path(), p, 4000, LIMITS).expect("open at 4000");
+        s.write(4000, &bytes[4000..]).expect("rest");
+        assert_eq!(s.received(), 6000);
+        s.finish(blake3::hash(&bytes).to_hex().as_str())
+            .expect("verified");
+        assert_eq!(std::fs::read(d.path().join("f")).expect("read"), bytes);
+    }
+
+    #[test]
+    fn a_claimed_name_is_refused_to_a_second_job() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let names = FinalNames::default();
+        let a = plan_file(d.path(), &entry("f", 3), false, true, &names).expect("a");
+        let b = plan_file(d.path(), &entry("f", 3), false, true, &names);
+        assert!(b.is_err_and(|r| r.contains("another sender")));
+        drop(a);
+        assert!(plan_file(d.path(), &entry("f", 3), false, true, &names).is_ok());
+    }
+
+    #[test]
+    fn gapped_one_byte_writes_cost_a_bounded_number_of_map_operations() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let n = 20_000u64;
+        let bytes = data(2 * n as usize);
+        let e = entry("g", 2 * n);
+        let p = plan_file(d.path(), &e, false, false, &FinalNames::default()).expect("plan");
+        let mut s = FileSink::open(d.path(), p, 0, LIMITS).expect("open");
+        for i in 0..n {
+            let at = (2 * i + 1) as usize;
+            s.write(at as u64, &bytes[at..at + 1]).expect("odd byte");
+        }
+        for i in (0..n).rev() {
+            let at = (2 * i) as usize;
+            s.write(at as u64, &bytes[at..at + 1]).expect("even byte");
+        }
+        assert!(s.complete());
+        assert!(s.reorder_work() <= 8 * 2 * n, "work {}", s.reorder_work());
+        s.finish(blake3::hash(&bytes).to_hex().as_str())
+            .expect("verified");
+    }
+
+    #[test]
+    fn too_many_gaps_fail_the_file() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let e = entry("g", 1000);
+        let p = plan_file(d.path(), &e, false, false, &FinalNames::default()).expect("plan");
+        let limits = EarlyLimits {
+            ranges: 10,
+            bytes: 1 << 20,
+        };
+        let mut s = FileSink::open(d.path(), p, 0, limits).expect("open");
+        for i in 0..10 {
+            s.write(2 * i + 1, &[0]).expect("within the bound");
+        }
+        let e = s.write(100, &[0]).expect_err("beyond the bound");
+        assert!(e.to_string().contains("out-of-order ranges"), "{e}");
+    }
+
+    #[test]
+    fn planted_symlink_resume_file_is_not_followed() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let outside = tempfile::NamedTempFile::new().expect("tmp");
+        std::fs::write(outside.path(), b"outside").expect("w");
+        std::os::unix::fs::symlink(outside.path(), d.path().join(".f.hare-part")).expect("ln");
+        let names = FinalNames::default();
+        let p = plan_file(d.path(), &entry("f", 3), true, false, &names).expect("plan");
+        assert_eq!(p.plan(0).have, 0, "a symlink is not a partial file");
+        let mut s = FileSink::open(d.path(), p, 0, LIMITS).expect("open");
+        s.write(0, b"abc").expect("write");
+        s.finish(blake3::hash(b"abc").to_hex().as_str())
+            .expect("verified");
+        assert_eq!(std::fs::read(outside.path()).expect("r"), b"outside");
+        assert_eq!(std::fs::read(d.path().join("f")).expect("r"), b"abc");
+    }
+}

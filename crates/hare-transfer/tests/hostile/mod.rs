@@ -1,0 +1,134 @@
+//! A small hostile client built on quinn: it speaks the job protocol by hand, so tests can
+//! send what hare-send never would (reserved names, colliding names, stalls, lies).
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hare_transfer::identity::Fingerprint;
+use hare_transfer::protocol::{
+    self, DataHeader, DataKind, FileEntry, Job, ToReceiver, ToSender, PROTOCOL_VERSION,
+};
+use hare_transfer::trust::Trust;
+
+/// One hostile connection with its control stream.
+pub struct Hostile {
+    pub ep: quinn::Endpoint,
+    pub conn: quinn::Connection,
+    pub send: quinn::SendStream,
+    pub recv: quinn::RecvStream,
+}
+
+/// Connect to a receiver; `transport` lets a test shrink its own receive windows.
+pub async fn connect(
+    addr: SocketAddr,
+    fp: Fingerprint,
+    transport: Option<quinn::TransportConfig>,
+) -> Hostile {
+    let (crypto, _) = hare_transfer::trust::client_crypto(&Trust::Pin(fp)).expect("crypto");
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(crypto).expect("quic crypto");
+    let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));
+    if let Some(t) = transport {
+        cfg.transport_config(Arc::new(t));
+    }
+    let ep = quinn::Endpoint::client("127.0.0.1:0".parse().expect("addr")).expect("endpoint");
+    let conn = ep
+        .connect_with(cfg, addr, "localhost")
+        .expect("connect")
+        .await
+        .expect("handshake");
+    let (send, recv) = conn.open_bi().await.expect("bi");
+    Hostile {
+        ep,
+        conn,
+        send,
+        recv,
+    }
+}
+
+/// A file job's hello.
+pub fn files_hello(files: &[(&str, u64)], force: bool, token: Option<&str>) -> ToReceiver {
+    ToReceiver::Hello {
+        version: PROTOCOL_VERSION,
+        software: "hostile".into(),
+        token: token.map(str::to_owned),
+        job: Job::Files {
+            files: files
+                .iter()
+                .map(|(n, s)| FileEntry {
+                    name: (*n).into(),
+                    size: *s,
+                })
+                .collect(),
+            resume: false,
+            force,
+        },
+        window: 1 << 20,
+        controller: "hostile".into(),
+    }
+}
+
+impl Hostile {
+    /// Send a control message.
+    pub async fn say(&mut self, m: &ToReceiver) {
+        protocol::write_frame(&mut self.send, m)
+            .await
+            .expect("control write");
+    }
+
+    /// The next control message (None: the stream ended or 10 s passed).
+    pub async fn hear(&mut self) -> Option<ToSender> {
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            protocol::read_frame(&mut self.recv),
+        )
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .flatten()
+    }
+
+    /// Send a hello and return the answer.
+    pub async fn hello(&mut self, m: &ToReceiver) -> Option<ToSender> {
+        self.say(m).await;
+        self.hear().await
+    }
+
+    /// Open file `index`'s data stream and write `data` at `offset`; `finish` ends it.
+    pub async fn file_data(
+        &self,
+        index: u32,
+        offset: u64,
+        data: &[u8],
+        finish: bool,
+    ) -> quinn::SendStream {
+        let mut s = self.conn.open_uni().await.expect("uni");
+        let h = DataHeader {
+            kind: DataKind::File,
+            index,
+            offset,
+            session: [0; 12],
+        };
+        s.write_all(&h.encode()).await.expect("header");
+        s.write_all(data).await.expect("data");
+        if finish {
+            s.finish().expect("finish");
+        }
+        s
+    }
+
+    /// The application close code and reason the receiver ended the connection with, waiting
+    /// at most `limit`.
+    pub async fn closed_within(&self, limit: Duration) -> Option<(u64, String)> {
+        match tokio::time::timeout(limit, self.conn.closed()).await {
+            Ok(quinn::ConnectionError::ApplicationClosed(c)) => Some((
+                c.error_code.into_inner(),
+                String::from_utf8_lossy(&c.reason).into_owned(),
+            )),
+            Ok(other) => Some((u64::MAX, other.to_string())),
+            Err(_) => None,
+        }
+    }
+}
