@@ -1,6 +1,7 @@
 //! `hare-recv`: receive bulk data or files from `hare-send` over QUIC (or kernel TCP with
 //! `--tcp`), serving many senders at once.
 
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -58,9 +59,12 @@ struct Cli {
     /// Report interval in seconds.
     #[arg(short = 'i', value_name = "SECONDS", default_value_t = 1.0)]
     interval: f64,
-    /// Connections served at once.
+    /// Jobs served at once (connections still before their hello have a separate budget).
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_conns)]
     max_conns: usize,
+    /// Jobs served at once for one sender address (default: half of --max-conns).
+    #[arg(long, value_name = "N")]
+    max_conns_per_peer: Option<usize>,
     /// Largest job (bulk size or total file size).
     #[arg(long, value_name = "SIZE", default_value = "1t")]
     max_size: String,
@@ -101,8 +105,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Colour only on a terminal: log files must not collect escape sequences.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
     if !(0.1..=3600.0).contains(&cli.interval) {
@@ -152,10 +158,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
         interval: Duration::from_secs_f64(cli.interval),
         limits: Limits {
             max_conns: cli.max_conns.max(1),
+            max_conns_per_peer: cli
+                .max_conns_per_peer
+                .unwrap_or(cli.max_conns / 2)
+                .clamp(1, cli.max_conns.max(1)),
             max_job_bytes: size(&cli.max_size, "--max-size")?,
             max_seconds: cli.max_time,
-            max_files: Limits::default().max_files,
             max_window: size(&cli.max_window, "--max-window")?,
+            ..Limits::default()
         },
         one_shot: cli.one_shot,
         output: OutputOptions {

@@ -10,10 +10,15 @@ use hare_transfer::testkit::send_options;
 use hare_transfer::trust::Trust;
 use hare_transfer::{send, SendJob, Stop, TransferError};
 
+#[path = "../../../crates/hare-transfer/tests/hostile/mod.rs"]
+mod hostile;
+
 struct Recv {
     child: Child,
     addr: std::net::SocketAddr,
     fingerprint: String,
+    /// Every later line of stdout and stderr.
+    lines: std::sync::mpsc::Receiver<String>,
 }
 
 impl Drop for Recv {
@@ -35,17 +40,15 @@ fn start(args: &[&str], env: &[(&str, &str)]) -> Recv {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("spawn hare-recv");
-    let out = child.stdout.take().expect("stdout");
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().take(1000) {
-            let Ok(line) = line else { break };
-            let _ = tx.send(line);
-        }
-    });
+    let out = child.stdout.take().expect("stdout");
+    let err = child.stderr.take().expect("stderr");
+    let tx2 = tx.clone();
+    std::thread::spawn(move || forward(out, tx));
+    std::thread::spawn(move || forward(err, tx2));
     let (mut addr, mut fp) = (None, None);
     let t = Instant::now();
     while (addr.is_none() || fp.is_none()) && t.elapsed() < Duration::from_secs(20) {
@@ -63,6 +66,15 @@ fn start(args: &[&str], env: &[(&str, &str)]) -> Recv {
         child,
         addr: addr.expect("listening line"),
         fingerprint: fp.expect("fingerprint line"),
+        lines: rx,
+    }
+}
+
+/// Send the lines of `r` to `tx` (at most 1000, so a runaway child cannot fill memory).
+fn forward(r: impl std::io::Read, tx: std::sync::mpsc::Sender<String>) {
+    for line in BufReader::new(r).lines().take(1000) {
+        let Ok(line) = line else { break };
+        let _ = tx.send(line);
     }
 }
 
@@ -164,4 +176,49 @@ fn token_from_the_environment_is_required() {
         "{err}"
     );
     assert_eq!(wait_exit(&mut r), Some(1), "the one-shot job failed");
+}
+
+#[test]
+fn a_newline_in_a_refused_name_cannot_forge_a_log_line() {
+    let state = tempfile::tempdir().expect("tempdir");
+    let dst = tempfile::tempdir().expect("tempdir");
+    let r = start(
+        &[
+            "--identity",
+            state.path().join("id").to_str().expect("utf8"),
+            "--dir",
+            dst.path().to_str().expect("utf8"),
+        ],
+        &[],
+    );
+    let pin: Fingerprint = r.fingerprint.parse().expect("pin");
+    let forged = "hare-recv: 10.9.9.9:1: job done";
+    let name = format!("x\n{forged}\u{1b}[2J");
+    let answer = rt().block_on(async {
+        let mut h = hostile::connect(r.addr, pin, None).await;
+        h.hello(&hostile::files_hello(&[(&name, 1)], false, None))
+            .await
+    });
+    assert!(
+        matches!(&answer, Some(hare_transfer::protocol::ToSender::Refuse { reason }) if reason.contains("forbidden character")),
+        "{answer:?}"
+    );
+    // The refusal is logged once, on one line, with the peer and the name escaped.
+    let mut seen = Vec::new();
+    while let Ok(l) = r.lines.recv_timeout(Duration::from_secs(3)) {
+        let done = l.contains("refused");
+        seen.push(l);
+        if done {
+            break;
+        }
+    }
+    let refused: Vec<_> = seen.iter().filter(|l| l.contains("refused")).collect();
+    assert_eq!(refused.len(), 1, "{seen:?}");
+    assert!(
+        refused[0].starts_with("hare-recv: 127.0.0.1:")
+            && refused[0].contains("refused: x\\u{a}hare-recv: 10.9.9.9:1: job done\\u{1b}[2J"),
+        "{seen:?}"
+    );
+    assert!(!seen.iter().any(|l| l.starts_with(forged)), "{seen:?}");
+    assert!(!seen.iter().any(|l| l.contains('\u{1b}')), "{seen:?}");
 }

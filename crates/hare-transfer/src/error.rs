@@ -50,6 +50,12 @@ pub enum TransferError {
     /// The receiver refused the job.
     #[error("receiver refused the job: {0}")]
     Refused(String),
+    /// The receiver has no room for another job or connection right now.
+    #[error("receiver busy: {0}")]
+    Busy(String),
+    /// The peer let a deadline pass (no hello, no data, a control stream it did not read).
+    #[error("timed out: {0}")]
+    Timeout(String),
     /// A file failed (verification, local error, refusal of the receiver).
     #[error("file {name}: {reason}")]
     File {

@@ -25,7 +25,8 @@ pub const MAX_STREAMS: u16 = 128;
 /// Longest token accepted, in bytes.
 pub const MAX_TOKEN: usize = 1024;
 
-/// QUIC application close codes (also used as process-level reasons in logs).
+/// QUIC application close codes (also used as process-level reasons in logs). The close reason
+/// text says which limit or deadline applied.
 pub mod close {
     /// The job completed.
     pub const DONE: u32 = 0;
@@ -35,8 +36,13 @@ pub mod close {
     pub const INTERRUPTED: u32 = 2;
     /// The peer broke the protocol.
     pub const PROTOCOL: u32 = 3;
-    /// The receiver is shutting down or is too busy.
+    /// The receiver is shutting down or has no free job slot.
     pub const BUSY: u32 = 4;
+    /// The peer let a deadline pass: no hello in time, no data for too long, or a control
+    /// stream it did not read.
+    pub const TIMEOUT: u32 = 5;
+    /// The receiver gave the job up for a reason of its own (a local error).
+    pub const ABORTED: u32 = 6;
 }
 
 /// The job the sender asks for.

@@ -1,11 +1,15 @@
 //! The receiver (`hare-recv`): serves many senders at once over QUIC (or kernel TCP with
 //! `--tcp`), with bounded connections, job sizes and memory.
 //!
-//! Defences against a misbehaving client: at most `max_conns` connections at a time (QUIC
-//! connections beyond are refused before the handshake); before the Hello is accepted a QUIC
-//! client may open only the control stream and no data stream; the Hello must arrive within
-//! [`HELLO_TIMEOUT`] and fit [`crate::protocol::MAX_FRAME`]; the token is checked before
-//! anything else; job sizes, durations and file counts are capped; the connection receive
+//! Defences against a misbehaving client: connections that have not been accepted as a job
+//! hold no job slot, only one of a small separate pre-auth budget (global and per peer
+//! address), and must deliver their Hello within one deadline ([`HELLO_TIMEOUT`]) from their
+//! first packet; before the Hello is accepted a QUIC client may open only the control stream
+//! and no data stream; the Hello must fit [`crate::protocol::MAX_FRAME`]; the token is checked
+//! before anything else; a job slot (`max_conns`, and at most `max_conns_per_peer` for one
+//! address) is taken only then; every control message to a peer is written within
+//! [`WRITE_TIMEOUT`] (a refusal within [`REFUSE_TIMEOUT`], then the connection is closed
+//! regardless); progress requests are answered at most [`PROGRESS_RATE`] per second; job sizes, durations and file counts are capped; the connection receive
 //! window, which bounds what quinn buffers, is capped by `max_window`; bulk senders may not
 //! send more than they announced; files may not grow past their announced size; and every
 //! failure ends that connection only.
@@ -24,14 +28,19 @@ use crate::report::OutputOptions;
 use crate::stop::Stop;
 use crate::tcp::{self, TcpOptions};
 
+mod accept;
+mod gate;
 mod job;
+mod logs;
 mod quic;
+mod streams;
 mod tcp_listen;
 
 use quic::serve_quic;
 use tcp_listen::serve_tcp;
 
-/// Time a client has to send its Hello after connecting.
+/// Time a client has, from its first packet, to complete the handshake, open the control
+/// stream and send its Hello (one deadline for all three).
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time a data channel has to send its header.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -41,6 +50,15 @@ pub const DIGEST_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DURATION_GRACE: Duration = Duration::from_secs(30);
 /// A job that receives no data for this long is ended (checked at each report tick).
 pub const STALL_TIMEOUT: Duration = Duration::from_secs(120);
+/// Longest a single control message to a sender may take to be written (a sender that does
+/// not read its control stream is dropped after this).
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest a refusal may take to be written; the connection is closed regardless.
+pub const REFUSE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Progress requests answered per second per connection (a sender asks once per `-i`, at
+/// most 10 per second); requests beyond this rate, after a burst of twice as many, are not
+/// answered.
+pub const PROGRESS_RATE: u32 = 20;
 /// Largest run of contiguous file data gathered before one positional write.
 pub(crate) const COALESCE: usize = 1 << 20;
 /// Default UDP / TCP port.
@@ -49,8 +67,15 @@ pub const DEFAULT_PORT: u16 = 5210;
 /// Limits the receiver enforces on each client.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Limits {
-    /// Connections served at once.
+    /// Jobs served at once (connections whose Hello was accepted).
     pub max_conns: usize,
+    /// Jobs served at once for one peer address.
+    pub max_conns_per_peer: usize,
+    /// Connections that have not yet been accepted as a job (handshake, Hello), at once. They
+    /// hold no job slot and must pass [`Limits::hello_timeout`].
+    pub max_preauth: usize,
+    /// Not-yet-accepted connections at once from one peer address.
+    pub max_preauth_per_peer: usize,
     /// Largest bulk size or total file size of one job, bytes.
     pub max_job_bytes: u64,
     /// Longest timed bulk job, seconds.
@@ -60,16 +85,28 @@ pub struct Limits {
     /// Largest connection receive window granted to a sender, bytes (bounds the memory one
     /// connection can pin in quinn's buffers).
     pub max_window: u64,
+    /// Deadline from a connection's first packet to its Hello.
+    pub hello_timeout: Duration,
+    /// Deadline for writing one control message to the sender.
+    pub write_timeout: Duration,
+    /// A job that receives no data for this long is ended.
+    pub stall_timeout: Duration,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Self {
             max_conns: 16,
+            max_conns_per_peer: 8,
+            max_preauth: 64,
+            max_preauth_per_peer: 32,
             max_job_bytes: 1 << 40,
             max_seconds: 3600.0,
             max_files: MAX_FILES,
             max_window: 256 << 20,
+            hello_timeout: HELLO_TIMEOUT,
+            write_timeout: WRITE_TIMEOUT,
+            stall_timeout: STALL_TIMEOUT,
         }
     }
 }

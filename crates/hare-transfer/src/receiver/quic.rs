@@ -1,13 +1,15 @@
 //! Serving QUIC: one fresh server configuration (controller observer, qlog) per connection,
-//! and no data streams before the job is accepted.
+//! no data streams before the job is accepted, one deadline from the first packet to the
+//! Hello, and a close code for every way a connection ends.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use hare_cc::Observer;
 use hare_report::Transport;
 use quinn::VarInt;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::mpsc;
 
 use crate::channels::{read_quic_header, DataIn};
 use crate::error::{Result, TransferError};
@@ -17,8 +19,13 @@ use crate::quic_config::transport_with;
 use crate::recvfile::FinalNames;
 use crate::stop::Stop;
 
+use super::gate::{Gate, Ticket};
 use super::job::{run_job, JobCtx};
-use super::{RecvOptions, HEADER_TIMEOUT, HELLO_TIMEOUT};
+use super::logs;
+use super::{RecvOptions, HEADER_TIMEOUT, REFUSE_TIMEOUT};
+
+/// How long a finished job waits for the sender to close after the last verdict.
+const DONE_LINGER: Duration = Duration::from_secs(5);
 
 pub(super) async fn serve_quic(
     opts: Arc<RecvOptions>,
@@ -26,7 +33,7 @@ pub(super) async fn serve_quic(
     crypto: Arc<quinn::crypto::rustls::QuicServerConfig>,
     mut stop: Stop,
 ) -> Result<()> {
-    let slots = Arc::new(Semaphore::new(opts.limits.max_conns.max(1)));
+    let gate = Gate::new(opts.limits);
     let names = FinalNames::default();
     let result = loop {
         let incoming = tokio::select! {
@@ -36,19 +43,24 @@ pub(super) async fn serve_quic(
             },
             _ = stop.stopped() => break Ok(()),
         };
-        let Ok(permit) = slots.clone().try_acquire_owned() else {
-            tracing::warn!(peer = %incoming.remote_address(), "busy: refusing a connection");
-            incoming.refuse();
-            continue;
+        let peer = incoming.remote_address();
+        let ticket = match gate.preauth(peer.ip()) {
+            Ok(t) => t,
+            Err(why) => {
+                // Before the handshake only a transport-level refusal is cheap.
+                let text = logs::line(peer, "refused before the handshake", &why);
+                logs::limited("busy", &text, |l| tracing::warn!("{l}"));
+                incoming.refuse();
+                continue;
+            }
         };
-        let opts2 = opts.clone();
-        let crypto = crypto.clone();
-        let names = names.clone();
-        let fut = async move {
-            let r = quic_connection(opts2, crypto, incoming, names).await;
-            drop(permit);
-            r
-        };
+        let fut = quic_connection(
+            opts.clone(),
+            crypto.clone(),
+            incoming,
+            (gate.clone(), ticket),
+            names.clone(),
+        );
         if opts.one_shot {
             let r = tokio::select! {
                 r = fut => r,
@@ -57,9 +69,8 @@ pub(super) async fn serve_quic(
             break r;
         }
         tokio::spawn(async move {
-            if let Err(e) = fut.await {
-                tracing::info!("connection ended: {e}");
-            }
+            let r = fut.await;
+            log_end(peer, &r);
         });
     };
     endpoint.close(VarInt::from_u32(close::BUSY), b"receiver shutting down");
@@ -67,13 +78,52 @@ pub(super) async fn serve_quic(
     result
 }
 
+/// One line for a connection that ended badly (refusals were logged when sent).
+pub(super) fn log_end(peer: SocketAddr, r: &Result<()>) {
+    let (kind, what) = match r {
+        Ok(()) | Err(TransferError::Refused(_)) => return,
+        Err(TransferError::Busy(_)) => ("busy", "refused"),
+        Err(TransferError::Timeout(_)) => ("timeout", "dropped"),
+        Err(TransferError::Protocol(_)) => ("protocol", "dropped"),
+        Err(TransferError::FilesFailed { .. }) => ("files", "job ended"),
+        Err(TransferError::Connection(_)) => ("connection", "connection ended"),
+        Err(_) => ("error", "job aborted"),
+    };
+    if let Err(e) = r {
+        let text = logs::line(peer, what, &e.to_string());
+        logs::limited(kind, &text, |l| tracing::warn!("{l}"));
+    }
+}
+
+/// The application close code and reason for a job's result.
+fn close_for(r: &Result<()>) -> (u32, String) {
+    let code = match r {
+        Ok(()) | Err(TransferError::FilesFailed { .. }) => close::DONE,
+        Err(TransferError::Refused(_)) => close::REFUSED,
+        Err(TransferError::Busy(_) | TransferError::Interrupted) => close::BUSY,
+        Err(TransferError::Timeout(_)) => close::TIMEOUT,
+        Err(TransferError::Protocol(_) | TransferError::Connection(_)) => close::PROTOCOL,
+        Err(_) => close::ABORTED,
+    };
+    let reason = match r {
+        Ok(()) => "done".to_owned(),
+        Err(TransferError::Interrupted) => "receiver shutting down".to_owned(),
+        Err(TransferError::Refused(r)) => r.clone(),
+        Err(e) => e.to_string(),
+    };
+    // A close frame must fit one packet.
+    (code, logs::clean(&reason, 200))
+}
+
 async fn quic_connection(
     opts: Arc<RecvOptions>,
     crypto: Arc<quinn::crypto::rustls::QuicServerConfig>,
     incoming: quinn::Incoming,
+    (gate, ticket): (Gate, Ticket),
     names: FinalNames,
 ) -> Result<()> {
     let peer = incoming.remote_address();
+    let hello_deadline = tokio::time::Instant::now() + opts.limits.hello_timeout;
     let observer = Observer::new();
     let mut qlog = match &opts.qlog {
         Some(dir) => Some(ConnectionQlog::create(
@@ -93,28 +143,31 @@ async fn quic_connection(
     }
     let mut sc = quinn::ServerConfig::with_crypto(crypto);
     sc.transport_config(Arc::new(transport));
+    let secs = opts.limits.hello_timeout.as_secs();
     let connecting = incoming
         .accept_with(Arc::new(sc))
-        .map_err(|e| TransferError::Connection(format!("{peer}: {e}")))?;
-    let conn = tokio::time::timeout(HELLO_TIMEOUT, connecting)
+        .map_err(|e| TransferError::Connection(format!("handshake: {e}")))?;
+    let conn = tokio::time::timeout_at(hello_deadline, connecting)
         .await
-        .map_err(|_| TransferError::Connection(format!("{peer}: handshake timed out")))?
-        .map_err(|e| TransferError::Connection(format!("{peer}: handshake: {e}")))?;
-    let (send, recv) = tokio::time::timeout(HELLO_TIMEOUT, conn.accept_bi())
-        .await
-        .map_err(|_| TransferError::Protocol(format!("{peer}: no control stream")))?
-        .map_err(|e| TransferError::Connection(format!("{peer}: {e}")))?;
-    let (data_tx, data_rx) = mpsc::channel(64);
+        .map_err(|_| {
+            TransferError::Timeout(format!(
+                "no hello within {secs} s (handshake not completed)"
+            ))
+        })?
+        .map_err(|e| TransferError::Connection(format!("handshake: {e}")))?;
     let ctx = JobCtx {
         opts: opts.clone(),
         peer,
         transport: Transport::Quic,
         conn: Some(conn.clone()),
-        data_tx: Some(data_tx),
+        data_tx: None,
         session: None,
         names,
+        gate,
+        preauth: Some(ticket),
+        hello_deadline,
     };
-    let res = run_job(ctx, Box::new(recv), Box::new(send), data_rx).await;
+    let res = serve_connection(ctx, &conn).await;
     if let Some(q) = qlog.as_mut() {
         q.cc_events(
             &observer
@@ -124,19 +177,30 @@ async fn quic_connection(
                 .collect::<Vec<_>>(),
         );
     }
-    match &res {
-        Ok(()) | Err(TransferError::FilesFailed { .. }) => {
-            // Every verdict and the final `done` are on their way: closing now would discard
-            // them. The sender closes once it has read them; wait for that briefly.
-            let _ = tokio::time::timeout(Duration::from_secs(5), conn.closed()).await;
-        }
-        Err(TransferError::Refused(r)) => {
-            let _ = tokio::time::timeout(Duration::from_secs(2), conn.closed()).await;
-            conn.close(VarInt::from_u32(close::REFUSED), r.as_bytes());
-        }
-        Err(e) => conn.close(VarInt::from_u32(close::PROTOCOL), e.to_string().as_bytes()),
+    let (code, reason) = close_for(&res);
+    // After a verdict or a refusal the sender closes once it has read it; closing first
+    // would discard what is still in flight. Both waits are bounded.
+    let linger = match code {
+        close::DONE => Some(DONE_LINGER),
+        close::REFUSED | close::BUSY => Some(REFUSE_TIMEOUT),
+        _ => None,
+    };
+    if let Some(l) = linger {
+        let _ = tokio::time::timeout(l, conn.closed()).await;
     }
+    conn.close(VarInt::from_u32(code), reason.as_bytes());
     res
+}
+
+async fn serve_connection(mut ctx: JobCtx, conn: &quinn::Connection) -> Result<()> {
+    let secs = ctx.opts.limits.hello_timeout.as_secs();
+    let (send, recv) = tokio::time::timeout_at(ctx.hello_deadline, conn.accept_bi())
+        .await
+        .map_err(|_| TransferError::Timeout(format!("no hello within {secs} s")))?
+        .map_err(|e| TransferError::Connection(e.to_string()))?;
+    let (data_tx, data_rx) = mpsc::channel(64);
+    ctx.data_tx = Some(data_tx);
+    run_job(ctx, Box::new(recv), Box::new(send), data_rx).await
 }
 
 /// Accept data streams once the job is accepted and hand them (with their header) to the job.

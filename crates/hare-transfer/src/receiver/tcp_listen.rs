@@ -10,13 +10,15 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::channels::{DataIn, TCP_CONTROL_MAGIC};
-use crate::error::Result;
+use crate::error::{Result, TransferError};
 use crate::protocol::{write_frame, DataHeader, ToSender, MAX_STREAMS};
 use crate::recvfile::FinalNames;
 use crate::stop::Stop;
 
+use super::gate::Gate;
 use super::job::{run_job, JobCtx};
-use super::{RecvOptions, HEADER_TIMEOUT};
+use super::quic::log_end;
+use super::{RecvOptions, HEADER_TIMEOUT, REFUSE_TIMEOUT};
 
 type Sessions = Arc<Mutex<HashMap<[u8; 12], mpsc::Sender<(DataHeader, DataIn)>>>>;
 
@@ -25,7 +27,7 @@ pub(super) async fn serve_tcp(
     listener: tokio::net::TcpListener,
     mut stop: Stop,
 ) -> Result<()> {
-    let slots = Arc::new(Semaphore::new(opts.limits.max_conns.max(1)));
+    let gate = Gate::new(opts.limits);
     // Unclassified sockets are bounded too, so that idle connects cannot pile up.
     let pending = Arc::new(Semaphore::new(
         opts.limits.max_conns.max(1) * (MAX_STREAMS as usize + 1),
@@ -45,21 +47,21 @@ pub(super) async fn serve_tcp(
         let Ok(p) = pending.clone().try_acquire_owned() else {
             continue;
         };
-        let (opts, slots, sessions, done_tx, names) = (
+        let (opts, gate, sessions, done_tx, names) = (
             opts.clone(),
-            slots.clone(),
+            gate.clone(),
             sessions.clone(),
             done_tx.clone(),
             names.clone(),
         );
         tokio::spawn(async move {
-            let r = tcp_socket(opts.clone(), sock, peer, slots, sessions, names).await;
+            let r = tcp_socket(opts.clone(), sock, peer, gate, sessions, names).await;
             drop(p);
             if let Some(r) = r {
                 if opts.one_shot {
                     let _ = done_tx.send(r).await;
-                } else if let Err(e) = r {
-                    tracing::info!("{peer}: {e}");
+                } else {
+                    log_end(peer, &r);
                 }
             }
         });
@@ -71,7 +73,7 @@ async fn tcp_socket(
     opts: Arc<RecvOptions>,
     mut sock: tokio::net::TcpStream,
     peer: SocketAddr,
-    slots: Arc<Semaphore>,
+    gate: Gate,
     sessions: Sessions,
     names: FinalNames,
 ) -> Option<Result<()>> {
@@ -83,16 +85,17 @@ async fn tcp_socket(
         return None;
     }
     if &magic == TCP_CONTROL_MAGIC {
-        let Ok(_permit) = slots.try_acquire_owned() else {
-            let (_, mut w) = sock.into_split();
-            let _ = write_frame(
-                &mut w,
-                &ToSender::Refuse {
-                    reason: "receiver busy".into(),
-                },
-            )
-            .await;
-            return None;
+        let hello_deadline = tokio::time::Instant::now() + opts.limits.hello_timeout;
+        let ticket = match gate.preauth(peer.ip()) {
+            Ok(t) => t,
+            Err(why) => {
+                let (_, mut w) = sock.into_split();
+                let reason = format!("receiver busy: {why}");
+                let msg = ToSender::Refuse { reason };
+                let refuse = write_frame(&mut w, &msg);
+                let _ = tokio::time::timeout(REFUSE_TIMEOUT, refuse).await;
+                return Some(Err(TransferError::Busy(why)));
+            }
         };
         let id: [u8; 12] = rand::random();
         let (data_tx, data_rx) = mpsc::channel(64);
@@ -106,6 +109,9 @@ async fn tcp_socket(
             data_tx: None,
             session: Some(id),
             names,
+            gate,
+            preauth: Some(ticket),
+            hello_deadline,
         };
         let res = run_job(ctx, Box::new(r), Box::new(w), data_rx).await;
         lock(&sessions).remove(&id);

@@ -1,0 +1,247 @@
+//! The accepted job's loop: report ticks and the no-data deadline, control messages, data
+//! channels, verdicts.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hare_report::{Event, EventKind, Interval};
+use tokio::sync::mpsc;
+
+use super::{
+    bulk_deadline, digest_channels, spawn_bulk, spawn_file, stall, wrong_kind, Accepted, Ctl,
+    DigestSlot, DigestWait, FileEnv, Finished, JobCtx, Out, ProgressBudget,
+};
+use crate::channels::DataIn;
+use crate::error::TransferError;
+use crate::protocol::{DataHeader, ToReceiver, ToSender};
+use crate::recvfile::{EarlyLimits, Planned};
+use crate::report::RunLog;
+
+/// State of an accepted job.
+pub(super) struct Running {
+    pub(super) bytes: Arc<AtomicU64>,
+    pub(super) expected: usize,
+    pub(super) failures: usize,
+    /// End time and byte count of the last interval reported.
+    pub(super) last: (f64, u64),
+    t0: Instant,
+    planned: HashMap<u32, Planned>,
+    digests: HashMap<u32, DigestSlot>,
+    digest_rx: HashMap<u32, DigestWait>,
+    files_job: bool,
+    bulk_limit: Option<u64>,
+    deadline: Option<Instant>,
+    env: FileEnv,
+    stall_after: Duration,
+    interval: Duration,
+    seen: usize,
+    finished: usize,
+    last_progress: Instant,
+    progress: ProgressBudget,
+    srtt: Option<quinn::Connection>,
+}
+
+/// What one event of the loop decided.
+enum Step {
+    Go,
+    Stop(Option<TransferError>),
+}
+
+impl Running {
+    pub(super) fn new(ctx: &JobCtx, accepted: Accepted, expected: usize, t0: Instant) -> Self {
+        let (planned, files_job, bulk_limit, deadline) = match accepted {
+            Accepted::Files { planned, .. } => (planned, true, None, None),
+            Accepted::Bulk { bytes, seconds, .. } => {
+                (HashMap::new(), false, bytes, bulk_deadline(t0, seconds))
+            }
+        };
+        let (digests, digest_rx) = digest_channels(&planned);
+        Self {
+            bytes: Arc::new(AtomicU64::new(0)),
+            expected,
+            failures: 0,
+            last: (0.0, 0),
+            t0,
+            planned,
+            digests,
+            digest_rx,
+            files_job,
+            bulk_limit,
+            deadline,
+            env: FileEnv {
+                dir: ctx.opts.dir.clone().unwrap_or_default(),
+                limits: EarlyLimits::for_window(ctx.opts.link.window),
+            },
+            stall_after: ctx.opts.limits.stall_timeout,
+            interval: ctx.opts.interval,
+            seen: 0,
+            finished: 0,
+            last_progress: Instant::now(),
+            progress: ProgressBudget::new(),
+            srtt: ctx.conn.clone(),
+        }
+    }
+
+    /// Run until every channel finished (`None`) or the job must end (`Some(why)`).
+    pub(super) async fn serve(
+        &mut self,
+        out: &mut Out,
+        log: &mut RunLog,
+        mut ctl_rx: mpsc::Receiver<Ctl>,
+        mut data_rx: mpsc::Receiver<(DataHeader, DataIn)>,
+    ) -> Option<TransferError> {
+        let (fin_tx, mut fin_rx) = mpsc::channel::<Finished>(self.expected.max(1));
+        let start = tokio::time::Instant::from_std(self.t0 + self.interval);
+        let mut ticker = tokio::time::interval_at(start, self.interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let far = self.t0 + Duration::from_secs(u64::from(u32::MAX));
+        let deadline = tokio::time::sleep_until(self.deadline.unwrap_or(far).into());
+        tokio::pin!(deadline);
+        while self.finished < self.expected {
+            let step = tokio::select! {
+                _ = ticker.tick() => self.tick(log),
+                m = ctl_rx.recv() => self.control(m, out).await,
+                d = data_rx.recv() => self.data(d, &fin_tx),
+                f = fin_rx.recv() => self.verdict(f, out, log).await,
+                _ = &mut deadline => Step::Stop(Some(TransferError::Timeout(
+                    "the timed job overran its duration".into(),
+                ))),
+            };
+            if let Step::Stop(why) = step {
+                return why;
+            }
+        }
+        None
+    }
+
+    fn tick(&mut self, log: &mut RunLog) -> Step {
+        let now_s = self.t0.elapsed().as_secs_f64();
+        let b = self.bytes.load(Ordering::Relaxed);
+        let srtt = self
+            .srtt
+            .as_ref()
+            .map(|c| c.stats().path.rtt.as_secs_f64() * 1e3);
+        let (last_t, last_b) = self.last;
+        log.interval(Interval {
+            start_s: last_t,
+            end_s: now_s,
+            bytes: b - last_b,
+            srtt_ms: srtt,
+            ..Interval::default()
+        });
+        if b != last_b {
+            self.last_progress = Instant::now();
+        }
+        self.last = (now_s, b);
+        // A client that keeps its connection alive but sends nothing would hold a job slot
+        // for ever.
+        if self.last_progress.elapsed() >= self.stall_after {
+            return Step::Stop(Some(stall(self.stall_after)));
+        }
+        Step::Go
+    }
+
+    async fn control(&mut self, m: Option<Ctl>, out: &mut Out) -> Step {
+        let m = match m {
+            Some(Ctl::Msg(m)) => m,
+            Some(Ctl::Closed(Some(e))) => return Step::Stop(Some(e)),
+            Some(Ctl::Closed(None)) | None => {
+                return Step::Stop(Some(TransferError::Connection(
+                    "the sender closed the control channel before the job ended".into(),
+                )))
+            }
+        };
+        match m {
+            ToReceiver::ProgressRequest { seq } => {
+                if !self.progress.take() {
+                    return Step::Go;
+                }
+                let bytes = self.bytes.load(Ordering::Relaxed);
+                match out.send(&ToSender::Progress { seq, bytes }).await {
+                    Ok(()) => Step::Go,
+                    Err(e) => Step::Stop(Some(e)),
+                }
+            }
+            ToReceiver::FileDone { index, blake3 } => match self.digests.remove(&index) {
+                Some(tx) => {
+                    let _ = tx.send(Ok(blake3));
+                    Step::Go
+                }
+                None => Step::Stop(Some(TransferError::Protocol(format!(
+                    "digest for unknown or finished file {index}"
+                )))),
+            },
+            ToReceiver::FileAbandoned { index, reason } => {
+                if let Some(tx) = self.digests.remove(&index) {
+                    let _ = tx.send(Err(format!("sender abandoned it: {reason}")));
+                }
+                Step::Go
+            }
+            ToReceiver::Hello { .. } => {
+                Step::Stop(Some(TransferError::Protocol("a second hello".into())))
+            }
+        }
+    }
+
+    fn data(&mut self, d: Option<(DataHeader, DataIn)>, fin: &mpsc::Sender<Finished>) -> Step {
+        let Some((h, input)) = d else {
+            return Step::Stop(Some(TransferError::Connection(
+                "the connection closed".into(),
+            )));
+        };
+        self.seen += 1;
+        if self.seen > self.expected {
+            return Step::Stop(Some(TransferError::Protocol(
+                "more data channels than the job has".into(),
+            )));
+        }
+        if let Some(why) = wrong_kind(h.kind, self.files_job) {
+            return Step::Stop(Some(TransferError::Protocol(why.into())));
+        }
+        let counter = self.bytes.clone();
+        if !self.files_job {
+            spawn_bulk(input, fin.clone(), counter, self.bulk_limit);
+            return Step::Go;
+        }
+        let (Some(p), Some(rx)) = (
+            self.planned.remove(&h.index),
+            self.digest_rx.remove(&h.index),
+        ) else {
+            return Step::Stop(Some(TransferError::Protocol(format!(
+                "data for unknown or repeated file {}",
+                h.index
+            ))));
+        };
+        spawn_file(self.env.clone(), p, h, input, rx, fin.clone(), counter);
+        Step::Go
+    }
+
+    async fn verdict(&mut self, f: Option<Finished>, out: &mut Out, log: &mut RunLog) -> Step {
+        let Some(f) = f else {
+            return Step::Stop(None);
+        };
+        self.finished += 1;
+        let (index, r) = match f {
+            Finished::Bulk(Ok(())) => return Step::Go,
+            Finished::Bulk(Err(e)) => return Step::Stop(Some(e)),
+            Finished::File(index, r) => (index, r),
+        };
+        let reason = r.err();
+        if let Some(r) = &reason {
+            self.failures += 1;
+            log.event(Event {
+                t_s: self.t0.elapsed().as_secs_f64(),
+                kind: EventKind::Error {
+                    message: super::logs::clean(r, super::logs::MAX_LOGGED),
+                },
+            });
+        }
+        let ok = reason.is_none();
+        match out.send(&ToSender::FileResult { index, ok, reason }).await {
+            Ok(()) => Step::Go,
+            Err(e) => Step::Stop(Some(e)),
+        }
+    }
+}
