@@ -62,6 +62,12 @@ impl Gate {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// True when half the pre-auth budget is taken: then new QUIC clients must first prove
+    /// their address (a Retry round trip), so that spoofed sources cannot fill the rest.
+    pub(super) fn crowded(&self) -> bool {
+        2 * self.lock().preauth >= self.limits.max_preauth.max(1)
+    }
+
     /// A pre-auth place for a new connection from `ip`; `Err` says which limit is full.
     pub(super) fn preauth(&self, ip: IpAddr) -> Result<Ticket, String> {
         let l = &self.limits;

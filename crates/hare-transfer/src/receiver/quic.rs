@@ -44,6 +44,11 @@ pub(super) async fn serve_quic(
             _ = stop.stopped() => break Ok(()),
         };
         let peer = incoming.remote_address();
+        if gate.crowded() && !incoming.remote_address_validated() && incoming.may_retry() {
+            // Costs a legitimate client one round trip; a spoofed source never answers.
+            let _ = incoming.retry();
+            continue;
+        }
         let ticket = match gate.preauth(peer.ip()) {
             Ok(t) => t,
             Err(why) => {
@@ -78,11 +83,11 @@ pub(super) async fn serve_quic(
     result
 }
 
-/// One line for a connection that ended badly (refusals were logged when sent).
+/// One line for a connection that ended badly (refusals, busy ones too, were logged when
+/// sent).
 pub(super) fn log_end(peer: SocketAddr, r: &Result<()>) {
     let (kind, what) = match r {
-        Ok(()) | Err(TransferError::Refused(_)) => return,
-        Err(TransferError::Busy(_)) => ("busy", "refused"),
+        Ok(()) | Err(TransferError::Refused(_) | TransferError::Busy(_)) => return,
         Err(TransferError::Timeout(_)) => ("timeout", "dropped"),
         Err(TransferError::Protocol(_)) => ("protocol", "dropped"),
         Err(TransferError::FilesFailed { .. }) => ("files", "job ended"),

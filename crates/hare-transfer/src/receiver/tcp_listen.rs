@@ -10,13 +10,14 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::channels::{DataIn, TCP_CONTROL_MAGIC};
-use crate::error::{Result, TransferError};
+use crate::error::Result;
 use crate::protocol::{write_frame, DataHeader, ToSender, MAX_STREAMS};
 use crate::recvfile::FinalNames;
 use crate::stop::Stop;
 
 use super::gate::Gate;
 use super::job::{run_job, JobCtx};
+use super::logs;
 use super::quic::log_end;
 use super::{RecvOptions, HEADER_TIMEOUT, REFUSE_TIMEOUT};
 
@@ -77,6 +78,7 @@ async fn tcp_socket(
     sessions: Sessions,
     names: FinalNames,
 ) -> Option<Result<()>> {
+    let hello_deadline = tokio::time::Instant::now() + opts.limits.hello_timeout;
     let mut magic = [0u8; 4];
     if !matches!(
         tokio::time::timeout(HEADER_TIMEOUT, sock.read_exact(&mut magic)).await,
@@ -85,16 +87,19 @@ async fn tcp_socket(
         return None;
     }
     if &magic == TCP_CONTROL_MAGIC {
-        let hello_deadline = tokio::time::Instant::now() + opts.limits.hello_timeout;
         let ticket = match gate.preauth(peer.ip()) {
             Ok(t) => t,
             Err(why) => {
                 let (_, mut w) = sock.into_split();
-                let reason = format!("receiver busy: {why}");
-                let msg = ToSender::Refuse { reason };
+                let msg = ToSender::Refuse {
+                    reason: reason_text(&why),
+                };
                 let refuse = write_frame(&mut w, &msg);
                 let _ = tokio::time::timeout(REFUSE_TIMEOUT, refuse).await;
-                return Some(Err(TransferError::Busy(why)));
+                // Not a job: logged, and a one-shot receiver keeps waiting for its job.
+                let text = logs::line(peer, "refused", &reason_text(&why));
+                logs::limited("busy", &text, |l| tracing::warn!("{l}"));
+                return None;
             }
         };
         let id: [u8; 12] = rand::random();
@@ -129,6 +134,10 @@ async fn tcp_socket(
     let tx = lock(&sessions).get(&h.session).cloned()?;
     let _ = tx.send((h, DataIn::Tcp(sock, 0))).await;
     None
+}
+
+fn reason_text(why: &str) -> String {
+    format!("receiver busy: {why}")
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
