@@ -15,6 +15,9 @@ use crate::error::Result;
 use crate::protocol::{close, DataHeader, DataKind, FilePlan, ToReceiver};
 use crate::sendfiles::{prefix_hash, Source};
 
+/// How long a failed stream write waits for the receiver's verdict on that file.
+const VERDICT_GRACE: Duration = Duration::from_secs(2);
+
 /// Size of one write.
 pub(super) const CHUNK: usize = 256 << 10;
 
@@ -84,7 +87,7 @@ pub(super) async fn file_task(
     src: Source,
     plan: Option<FilePlan>,
     ctl: mpsc::Sender<ToReceiver>,
-    result: oneshot::Receiver<(bool, Option<String>)>,
+    mut result: oneshot::Receiver<(bool, Option<String>)>,
     pacer: Option<Arc<Pacer>>,
     bar: Option<ProgressBar>,
 ) -> FileReport {
@@ -171,7 +174,13 @@ pub(super) async fn file_task(
         buf.truncate(n);
         hasher.update(&buf);
         if let Err(e) = out.write(Bytes::from(buf)).await {
-            return fail(e.to_string(), offset);
+            // The receiver stops a stream when it gives the file up (its disk is full, the
+            // data broke a limit); its verdict, on the way, says why.
+            let verdict = tokio::time::timeout(VERDICT_GRACE, &mut result).await;
+            return match verdict {
+                Ok(Ok((false, Some(r)))) => fail(r, offset),
+                _ => fail(e.to_string(), offset),
+            };
         }
         pos += n as u64;
         if let Some(b) = &bar {
