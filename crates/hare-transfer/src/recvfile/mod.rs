@@ -1,12 +1,12 @@
 //! The receiving side of one file: planned before the job is accepted, written at the offsets
 //! the data arrives at (unordered) into a temporary file that belongs to this job alone
-//! ([`part`]), hashed with BLAKE3 in file order, verified, and moved to its final name only
+//! (module `part`), hashed with BLAKE3 in file order, verified, and moved to its final name only
 //! once the digest matches.
 //!
 //! Why unordered: quinn's ordered reassembly keeps at most 1024 gaps per stream and kills the
 //! connection past that; writing each chunk at its offset never buffers. Hashing stays in file
 //! order: a chunk at the hashed frontier is hashed from memory, and when the frontier reaches
-//! data that arrived early ([`early`], bounded), that data is read back from the file.
+//! data that arrived early (module `early`, bounded), that data is read back from the file.
 
 use std::io::Read;
 use std::os::unix::fs::FileExt;
