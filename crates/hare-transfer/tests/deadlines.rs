@@ -173,3 +173,24 @@ fn silent_connections_hold_no_job_slot_and_a_full_receiver_says_busy() {
         assert!(matches!(&c, Some((code, _)) if *code == u64::from(close::BUSY)), "{c:?}");
     });
 }
+
+#[test]
+fn a_crowded_pre_auth_budget_still_serves_new_clients_after_a_retry() {
+    let limits = Limits {
+        max_preauth: 2,
+        max_preauth_per_peer: 2,
+        hello_timeout: Duration::from_secs(3),
+        ..Limits::default()
+    };
+    let (_id, r) = receiver(None, limits);
+    let fp = r.fingerprint.expect("quic");
+    rt().block_on(async {
+        // One silent client takes half the budget: the next ones get a Retry first, which a
+        // real client answers, and are served.
+        let _silent = connect(r.addr, fp, None).await;
+        let outcome = send(legit_bulk(&r, None), Stop::never())
+            .await
+            .expect("served after a Retry");
+        assert_eq!(outcome.run.summary.map(|s| s.bytes), Some(4 << 20));
+    });
+}
