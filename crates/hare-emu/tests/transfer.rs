@@ -51,6 +51,7 @@ fn spec(name: &str, tcp: bool, bin_dir: PathBuf, work: &tempfile::TempDir) -> Tr
         timeout_s: 60.0,
         bin_dir,
         work_dir: work.path().to_path_buf(),
+        echo: false,
     }
 }
 

@@ -7,13 +7,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hare_report::{Event, EventKind, Interval, Role, RunHeader, Summary, Tool, Transport, Windows};
+use hare_report::{Event, EventKind, Role, RunHeader, Summary, Tool, Transport, Windows};
 use quinn::VarInt;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::channels::{ControlRead, ControlWrite, DataIn};
 use crate::cpu::CpuClock;
 use crate::error::{Result, TransferError};
+use crate::intervals::ArrivalIntervals;
 use crate::protocol::{
     read_frame, write_frame, DataHeader, DataKind, FilePlan, Job, ToReceiver, ToSender,
     MAX_STREAMS, PROTOCOL_VERSION,
@@ -248,11 +249,13 @@ pub(super) async fn run_job(
     let ToReceiver::Hello {
         controller,
         software,
+        interval_s,
         ..
     } = &hello
     else {
         return Err(TransferError::Protocol("unreachable: hello checked".into()));
     };
+    let interval = crate::intervals::job_interval(*interval_s, opts.interval);
     let expected_channels = match &accepted {
         Accepted::Bulk { streams, .. } => usize::from(*streams),
         Accepted::Files { count, .. } => *count,
@@ -324,7 +327,7 @@ pub(super) async fn run_job(
         started_at: Some(
             humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         ),
-        interval_s: opts.interval.as_secs_f64(),
+        interval_s: interval.as_secs_f64(),
     };
     let mut log = RunLog::new(header, printer, &opts.output)?;
     log.note(&format!(
@@ -373,15 +376,15 @@ pub(super) async fn run_job(
             seconds.map(|s| t0 + Duration::from_secs_f64(s) + DURATION_GRACE),
         ),
     };
+    let time_up = deadline.map(|d| d - DURATION_GRACE);
     let mut channels_seen = 0usize;
     let mut finished = 0usize;
     let mut failures: Vec<String> = Vec::new();
-    let mut ticker = tokio::time::interval_at(
-        tokio::time::Instant::from_std(t0 + opts.interval),
-        opts.interval,
-    );
+    let mut ticker =
+        tokio::time::interval_at(tokio::time::Instant::from_std(t0 + interval), interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let (mut last_t, mut last_b) = (0.0f64, 0u64);
+    let mut arrivals = ArrivalIntervals::new(t0);
+    let mut last_b = 0u64;
     let deadline_sleep = tokio::time::sleep_until(tokio::time::Instant::from_std(
         deadline.unwrap_or(t0 + Duration::from_secs(u32::MAX as u64)),
     ));
@@ -393,11 +396,12 @@ pub(super) async fn run_job(
     while finished < expected_channels {
         tokio::select! {
             _ = ticker.tick() => {
-                let now_s = t0.elapsed().as_secs_f64();
                 let b = bytes.load(Ordering::Relaxed);
                 let srtt = ctx.conn.as_ref().map(|c| c.stats().path.rtt.as_secs_f64() * 1e3);
-                log.interval(Interval { start_s: last_t, end_s: now_s, bytes: b - last_b, srtt_ms: srtt, ..Interval::default() });
-                last_t = now_s;
+                let iv = arrivals.close(b, srtt);
+                // The sender prints this interval's bytes as its own (keyed by the index).
+                write_frame(&mut ctl_w, &iv.message()).await?;
+                log.interval(iv.interval);
                 if b != last_b {
                     last_progress = Instant::now();
                 }
@@ -448,7 +452,7 @@ pub(super) async fn run_job(
                     DataKind::Bulk if planned.is_empty() && digest_rx.is_empty() => {
                         let limit = bulk_limit;
                         tokio::spawn(async move {
-                            let r = bulk_stream(input, counter, limit).await;
+                            let r = bulk_stream(input, counter, limit, time_up).await;
                             let _ = fin.send(Finished::Bulk(r)).await;
                         });
                     }
@@ -505,13 +509,8 @@ pub(super) async fn run_job(
         )
         .await?;
     }
-    if total > last_b || end_s > last_t {
-        log.interval(Interval {
-            start_s: last_t,
-            end_s: end_s.max(last_t),
-            bytes: total - last_b,
-            ..Interval::default()
-        });
+    if let Some(iv) = arrivals.finish(end_s, total) {
+        log.interval(iv);
     }
     if let Some(e) = &abort {
         log.event(Event {
@@ -544,8 +543,22 @@ pub(super) async fn run_job(
     }
 }
 
-async fn bulk_stream(mut input: DataIn, bytes: Arc<AtomicU64>, limit: Option<u64>) -> Result<()> {
-    while let Some((_, b)) = input.next().await? {
+/// Counts one bulk stream's payload. A timed job's streams end with a reset once the sender's
+/// time is up (it discards what it still had queued): after `time_up` (the announced duration
+/// on this side's clock, which starts half an RTT before the sender's) that is a normal end.
+async fn bulk_stream(
+    mut input: DataIn,
+    bytes: Arc<AtomicU64>,
+    limit: Option<u64>,
+    time_up: Option<Instant>,
+) -> Result<()> {
+    loop {
+        let b = match input.next().await {
+            Ok(Some((_, b))) => b,
+            Ok(None) => break,
+            Err(_) if time_up.is_some_and(|t| Instant::now() >= t) => break,
+            Err(e) => return Err(e),
+        };
         let total = bytes.fetch_add(b.len() as u64, Ordering::Relaxed) + b.len() as u64;
         if limit.is_some_and(|l| total > l) {
             return Err(TransferError::Protocol(
