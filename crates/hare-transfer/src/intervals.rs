@@ -37,6 +37,16 @@ pub fn job_interval(asked_s: Option<f64>, own: Duration) -> Duration {
     }
 }
 
+/// Lets the data that reached the socket before a tick be counted in that interval: on the
+/// current-thread runtime, each yield lets the I/O driver and the tasks it wakes run once
+/// (endpoint, connection, stream readers), so that packets queued in the socket while the
+/// tick was due are read before the count is taken.
+pub async fn settle() {
+    for _ in 0..4 {
+        tokio::task::yield_now().await;
+    }
+}
+
 /// The receiver's intervals: bytes that arrived between two ticks of its own clock.
 #[derive(Debug, Clone)]
 pub struct ArrivalIntervals {

@@ -65,6 +65,8 @@ pub struct TransferOutcome {
     pub emulator: EmulatorRun,
     /// Exit status of the sender (`None`: killed at the time limit or interrupted).
     pub sender_ok: Option<bool>,
+    /// Seconds from starting hare-send to its exit (whole process: connect to close).
+    pub sender_elapsed_s: f64,
     /// Exit status of the receiver.
     pub receiver_ok: Option<bool>,
     /// Where the report was written.
@@ -267,6 +269,7 @@ pub fn run_transfer(ns: &NamespaceConfig, spec: &TransferSpec) -> Result<Transfe
     });
     let deadline = start_ns + (spec.timeout_s * 1e9) as u64;
     let sender_ok = wait_child(&mut sender, deadline);
+    let sender_elapsed_s = monotonic_ns().saturating_sub(start_ns) as f64 / 1e9;
     let receiver_ok = wait_child(&mut receiver, monotonic_ns() + 5_000_000_000);
     if let Some(e) = echo {
         let _ = e.join();
@@ -321,6 +324,7 @@ pub fn run_transfer(ns: &NamespaceConfig, spec: &TransferSpec) -> Result<Transfe
         run,
         emulator,
         sender_ok,
+        sender_elapsed_s,
         receiver_ok,
         report_path,
         recv_dir,

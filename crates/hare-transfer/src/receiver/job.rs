@@ -396,6 +396,7 @@ pub(super) async fn run_job(
     while finished < expected_channels {
         tokio::select! {
             _ = ticker.tick() => {
+                crate::intervals::settle().await;
                 let b = bytes.load(Ordering::Relaxed);
                 let srtt = ctx.conn.as_ref().map(|c| c.stats().path.rtt.as_secs_f64() * 1e3);
                 let iv = arrivals.close(b, srtt);

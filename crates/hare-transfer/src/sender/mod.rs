@@ -1,11 +1,11 @@
 //! The sender (`hare-send`): connects, asks for a job, pushes bulk data or files, and reports
 //! every interval like `nuttcp -i`.
 //!
-//! Interval bytes are what the *receiver* has received: at each tick the sender asks for the
-//! receiver's count on the control channel (the answer comes back half an RTT later) and pairs
-//! it with its own congestion state sampled at the tick. So the intervals add up exactly to the
-//! receiver's total, which is the summary's byte count (as nuttcp, whose interval lines also
-//! come from the receiving side).
+//! Interval bytes are true by construction ([`crate::intervals`]): over QUIC the receiver's
+//! own interval counts (what arrived in each of its intervals), keyed by interval number and
+//! printed beside the sender's congestion sample of the same tick; over kernel TCP what the
+//! receiver acknowledged (cumulatively or by SACK) in the sender's own interval. Either way
+//! the intervals add up exactly to the receiver's total, which is the summary's byte count.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
