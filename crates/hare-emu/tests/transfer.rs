@@ -7,30 +7,16 @@
 use std::path::PathBuf;
 
 use hare_emu::scenario::metrics::payload_mbps;
-use hare_emu::scenario::transfer::{find_bins, run_transfer, TransferOutcome, TransferSpec};
-use hare_emu::{netns, CubicParams, NamespaceConfig};
+use hare_emu::scenario::transfer::{run_transfer, TransferOutcome, TransferSpec};
+use hare_emu::{CubicParams, NamespaceConfig};
+
+mod support;
 use hare_link::{BitRate, ByteSize, LossModel, PathConfig, TimeSpan};
 use hare_report::{EventKind, Run};
+use support::{bins, valid_run, Stalls};
 
 /// The transfers share the machine's two cores: one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn bins() -> Option<PathBuf> {
-    if let Some(why) = netns::unavailable_reason() {
-        eprintln!("skipped: {why}");
-        return None;
-    }
-    if let Ok(d) = find_bins(None) {
-        return Some(d);
-    }
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let st = std::process::Command::new(cargo)
-        .args(["build", "-p", "hare-send", "-p", "hare-recv"])
-        .status()
-        .expect("running cargo build");
-    assert!(st.success(), "building hare-send / hare-recv failed");
-    Some(find_bins(None).expect("hare-send / hare-recv after building them"))
-}
 
 fn spec(name: &str, tcp: bool, bin_dir: PathBuf, work: &tempfile::TempDir) -> TransferSpec {
     TransferSpec {
@@ -51,6 +37,7 @@ fn spec(name: &str, tcp: bool, bin_dir: PathBuf, work: &tempfile::TempDir) -> Tr
         timeout_s: 60.0,
         bin_dir,
         work_dir: work.path().to_path_buf(),
+        echo: false,
     }
 }
 
@@ -121,95 +108,6 @@ fn five_second_transfers_quic_and_kernel_tcp_fill_the_link() {
     check_bulk(&quic, &stalls, false);
     let (tcp, stalls) = valid_run(&ns, &spec("tcp", true, bin, &work));
     check_bulk(&tcp, &stalls, true);
-}
-
-/// Attempts at a run the emulator's self-check accepts.
-const ATTEMPTS: u32 = 4;
-
-/// Runs a transfer until the emulator's self-check calls it valid, at most [`ATTEMPTS`] times,
-/// pausing 2 s after a rejected one, each with a [`StallProbe`] beside it. A run rejected for
-/// lateness says nothing about the path when the host stalled the VM: these 2-vCPU VMs stall
-/// even an idle SCHED_FIFO thread by over 1 ms about once a second, in bursts that come and go
-/// over minutes (cyclictest, docs/EMULATOR.md); eight rejections in a row were seen in CI.
-fn valid_run(ns: &NamespaceConfig, spec: &TransferSpec) -> (TransferOutcome, Stalls) {
-    let mut attempt = 1;
-    loop {
-        let probe = StallProbe::start();
-        let o = run_transfer(ns, spec).unwrap();
-        let stalls = probe.finish();
-        if o.emulator.valid || attempt == ATTEMPTS {
-            return (o, stalls);
-        }
-        println!(
-            "attempt {attempt} of {}: emulator marked the run invalid ({:?}); {stalls}; retrying",
-            spec.name, o.emulator.invalid_reasons
-        );
-        attempt += 1;
-        std::thread::sleep(std::time::Duration::from_secs(2));
-    }
-}
-
-/// What a [`StallProbe`] saw.
-struct Stalls {
-    wakeups: u64,
-    late_over_1ms: u64,
-    max_late_ns: u64,
-}
-
-impl std::fmt::Display for Stalls {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "idle real-time probe: {} of {} 1 ms wake-ups over 1 ms late, max {:.3} ms",
-            self.late_over_1ms,
-            self.wakeups,
-            self.max_late_ns as f64 / 1e6
-        )
-    }
-}
-
-/// A thread that only sleeps to the next whole millisecond, in SCHED_FIFO one *above* the
-/// emulator (so the emulator's own work cannot delay it; it costs the emulator a few us a
-/// millisecond), and records how late it wakes (what cyclictest measures): the machine's own
-/// stalls, independent of the emulator. Bounded by `finish`.
-struct StallProbe {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    handle: std::thread::JoinHandle<Stalls>,
-}
-
-impl StallProbe {
-    fn start() -> StallProbe {
-        use std::sync::atomic::Ordering;
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = stop.clone();
-        let handle = std::thread::spawn(move || {
-            let _ = hare_emu::clock::set_timer_slack(1);
-            let _ = hare_emu::clock::set_realtime(hare_emu::clock::DEFAULT_RT_PRIORITY + 1);
-            let mut st = Stalls {
-                wakeups: 0,
-                late_over_1ms: 0,
-                max_late_ns: 0,
-            };
-            let mut due = hare_emu::clock::monotonic_ns() + 1_000_000;
-            while !flag.load(Ordering::Relaxed) {
-                hare_emu::clock::sleep_until(due);
-                let late = hare_emu::clock::monotonic_ns().saturating_sub(due);
-                st.wakeups += 1;
-                st.max_late_ns = st.max_late_ns.max(late);
-                if late > 1_000_000 {
-                    st.late_over_1ms += 1;
-                }
-                due += 1_000_000 * (1 + late / 1_000_000);
-            }
-            st
-        });
-        StallProbe { stop, handle }
-    }
-
-    fn finish(self) -> Stalls {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        self.handle.join().expect("stall probe thread")
-    }
 }
 
 #[test]

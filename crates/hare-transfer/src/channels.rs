@@ -66,6 +66,21 @@ impl DataOut {
         }
     }
 
+    /// Stop at once and discard everything still queued (a timed job whose time is up): a QUIC
+    /// `RESET_STREAM` with `code`, or a TCP RST (`tcp::abort`).
+    pub fn discard(&mut self, code: u32) {
+        match self {
+            DataOut::Quic(s) => {
+                let _ = s.reset(quinn::VarInt::from_u32(code));
+            }
+            DataOut::Tcp(s) => {
+                if crate::tcp::abort(&**s).is_err() {
+                    let _ = socket2::SockRef::from(&**s).shutdown(std::net::Shutdown::Both);
+                }
+            }
+        }
+    }
+
     /// Abandon the channel.
     pub fn reset(&mut self, code: u32) {
         match self {

@@ -20,6 +20,7 @@ pub mod cpu;
 pub mod error;
 pub mod hystart_mib;
 pub mod identity;
+pub mod intervals;
 pub mod names;
 pub mod protocol;
 pub mod qlog;

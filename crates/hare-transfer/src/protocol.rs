@@ -43,6 +43,10 @@ pub mod close {
     pub const TIMEOUT: u32 = 5;
     /// The receiver gave the job up for a reason of its own (a local error).
     pub const ABORTED: u32 = 6;
+    /// Stream reset code (not a connection close code; numbered apart from them so that a
+    /// log line is never ambiguous) of a timed bulk job (`-T`) whose time is up: the sender
+    /// discarded what it had queued; the receiver ends the stream normally.
+    pub const TIME_UP: u32 = 7;
 }
 
 /// The job the sender asks for.
@@ -96,6 +100,10 @@ pub enum ToReceiver {
         window: u64,
         /// The controller the sender uses (for the receiver's report).
         controller: String,
+        /// The sender's report interval (`-i`), seconds: the receiver reports on the same
+        /// interval (like nuttcp's server), so that the sender can print its intervals.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        interval_s: Option<f64>,
     },
     /// Ask for the receiver's byte count (answered by [`ToSender::Progress`]).
     ProgressRequest {
@@ -157,6 +165,19 @@ pub enum ToSender {
         /// The request's sequence number.
         seq: u64,
         /// Payload bytes received (all streams, excluding headers and resumed prefixes).
+        bytes: u64,
+    },
+    /// One of the receiver's report intervals, sent at its end: the payload bytes that arrived
+    /// (in any order) between `start_s` and `end_s` on the receiver's clock (seconds since its
+    /// welcome). The sender prints these, keyed by `index`, as its own interval bytes.
+    Interval {
+        /// 1 for the first interval, then 2, 3, ...
+        index: u64,
+        /// Start, receiver seconds since the welcome.
+        start_s: f64,
+        /// End, receiver seconds since the welcome.
+        end_s: f64,
+        /// Payload bytes received in the interval.
         bytes: u64,
     },
     /// The verdict on one file.

@@ -30,6 +30,10 @@ pub struct Sample {
     /// True when DATA_BLOCKED or STREAM_DATA_BLOCKED went out since the previous sample: the
     /// peer's flow-control window, not cwnd, held the sender back.
     pub flow_limited: bool,
+    /// Kernel TCP: payload bytes the receiver has acknowledged so far, cumulatively or by
+    /// SACK (over all data connections); `None` for QUIC, whose sender prints the receiver's
+    /// own interval counts instead (quinn does not expose acknowledged stream offsets).
+    pub delivered: Option<u64>,
 }
 
 impl Sample {
@@ -146,6 +150,7 @@ impl QuicSampler {
             min_rtt_ms: st.path.min_rtt.as_secs_f64() * 1e3,
             phase,
             flow_limited: blocked(&st) > blocked(&self.last),
+            delivered: None,
         };
         let raw = if self.hare {
             self.observer

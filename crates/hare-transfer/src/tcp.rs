@@ -35,6 +35,43 @@ pub struct TcpInfo {
     pub snd_mss: u32,
     /// `tcpi_segs_out`.
     pub segs_out: u32,
+    /// `tcpi_sacked`: segments the receiver has SACKed above the cumulative ACK.
+    pub sacked: u32,
+    /// `tcpi_notsent_bytes`: bytes written by the application and not yet sent.
+    pub notsent_bytes: u32,
+}
+
+impl TcpInfo {
+    /// Payload bytes the receiver holds, as the sender knows from its ACKs: `bytes_acked`
+    /// (which also counts the SYN, and a FIN once acknowledged) plus the SACKed segments at
+    /// one MSS each (bulk segments are full-sized), less the SYN and the `header` bytes that
+    /// opened the channel.
+    pub fn delivered_payload(&self, header: u64) -> u64 {
+        let sacked = u64::from(self.sacked) * u64::from(self.snd_mss);
+        (self.bytes_acked + sacked).saturating_sub(1 + header)
+    }
+}
+
+/// Abort a connection: `connect(AF_UNSPEC)` makes the kernel send a RST and drop the send
+/// queue (`tcp_disconnect()`), while the descriptor stays valid for whoever else holds it.
+pub fn abort(sock: &impl AsRawFd) -> std::io::Result<()> {
+    // An all-zero sockaddr with AF_UNSPEC dissolves the connection (connect(2)).
+    let addr = libc::sockaddr {
+        sa_family: libc::AF_UNSPEC as libc::sa_family_t,
+        sa_data: [0; 14],
+    };
+    // SAFETY: valid fd, pointer and length.
+    let rc = unsafe {
+        libc::connect(
+            sock.as_raw_fd(),
+            &addr,
+            std::mem::size_of::<libc::sockaddr>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// The kernel's "infinite" ssthresh (`TCP_INFINITE_SSTHRESH`, include/net/tcp.h).
@@ -67,6 +104,8 @@ pub fn tcp_info(sock: &impl AsRawFd) -> std::io::Result<TcpInfo> {
         bytes_acked: info.tcpi_bytes_acked,
         snd_mss: info.tcpi_snd_mss,
         segs_out: info.tcpi_segs_out,
+        sacked: info.tcpi_sacked,
+        notsent_bytes: info.tcpi_notsent_bytes,
     })
 }
 

@@ -376,6 +376,7 @@ fn hello_with(files: Vec<FileEntry>) -> ToReceiver {
         },
         window: 1 << 20,
         controller: "test".into(),
+        interval_s: None,
     }
 }
 
@@ -435,6 +436,7 @@ fn receiver_survives_misbehaving_clients_and_bounds_jobs() {
         },
         window: 1 << 20,
         controller: "test".into(),
+        interval_s: None,
     };
     let a = rt().block_on(raw_hello(f.recv.addr, fp, &streams));
     assert!(
@@ -452,6 +454,7 @@ fn receiver_survives_misbehaving_clients_and_bounds_jobs() {
         },
         window: 1 << 20,
         controller: "test".into(),
+        interval_s: None,
     };
     let a = rt().block_on(raw_hello(f.recv.addr, fp, &old));
     assert!(

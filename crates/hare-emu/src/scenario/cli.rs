@@ -179,6 +179,24 @@ fn same_file(a: &std::path::Path, b: &std::path::Path) -> Result<bool> {
     }
 }
 
+/// A child's end for people: `exit 0`, `failed`, or killed.
+fn exit_text(status: Option<bool>) -> &'static str {
+    match status {
+        Some(true) => "exit 0",
+        Some(false) => "failed",
+        None => "did not finish (killed at the time limit or interrupted)",
+    }
+}
+
+/// `slow-start exit: 1613 segments (ack-train) at 1.234 s`, or that none was seen.
+fn exit_line(m: &super::metrics::RunMetrics) -> String {
+    match (m.exit_cwnd, &m.exit_reason, m.exit_t_s) {
+        (Some(c), Some(r), Some(t)) => format!("slow-start exit: {c} segments ({r}) at {t:.3} s"),
+        (Some(c), Some(r), None) => format!("slow-start exit: {c} segments ({r})"),
+        _ => "slow-start exit: none seen".to_string(),
+    }
+}
+
 /// Runs `transfer`.
 pub fn transfer(a: TransferArgs) -> Result<()> {
     use super::metrics::{payload_mbps, recovery_time, run_metrics};
@@ -207,6 +225,7 @@ pub fn transfer(a: TransferArgs) -> Result<()> {
         timeout_s: a.timeout,
         bin_dir: find_bins(a.bin_dir.as_deref())?,
         work_dir: a.out.clone(),
+        echo: true,
     };
     let o = super::transfer::run_transfer(&ns, &spec)?;
     println!("{}", o.emulator.line());
@@ -219,27 +238,48 @@ pub fn transfer(a: TransferArgs) -> Result<()> {
         fwd.queue_full, fwd.loss, fwd.episode, fwd.blackout
     );
     println!(
-        "hare-send: {:?}, hare-recv: {:?}",
-        o.sender_ok, o.receiver_ok
+        "hare-send: {}; hare-recv: {}",
+        exit_text(o.sender_ok),
+        exit_text(o.receiver_ok)
     );
     let cap = payload_mbps(path.forward.rate.0, a.mtu, a.tcp);
     if let Some(run) = &o.run {
-        let m = run_metrics(run, cap);
+        let mut m = run_metrics(run, cap);
+        if let Some(r) = o.tcp_reductions {
+            m.window_reductions = u32::try_from(r.total()).unwrap_or(u32::MAX);
+        }
         if let Some(s) = &run.summary {
             println!(
-                "summary: {} bytes in {:.2} s ({:.2} Mbit/s), lost {}, completed {}, valid {}",
+                "summary: {} bytes in {:.2} s ({:.2} Mbit/s of a {cap:.2} Mbit/s payload rate), {} lost, {}, {}",
                 s.bytes,
                 s.seconds,
                 s.mbps(),
                 s.lost_packets,
-                s.completed,
-                s.valid
+                if s.completed { "completed" } else { "NOT completed" },
+                if s.valid { "valid" } else { "INVALID" }
             );
         }
-        println!(
-            "slow-start exit: {:?} segments ({:?}) at {:?} s; window reductions {}; t90 {:?} s",
-            m.exit_cwnd, m.exit_reason, m.exit_t_s, m.window_reductions, m.t90_s
-        );
+        println!("{}", exit_line(&m));
+        match o.tcp_reductions {
+            Some(r) => println!("window reductions: {r}"),
+            None if a.tcp => println!("window reductions: unknown (no kernel counters)"),
+            None => println!(
+                "window reductions: {} (controller events)",
+                m.window_reductions
+            ),
+        }
+        match m.t90_s {
+            Some(t) => println!("time to 90% of the payload rate: {t:.2} s"),
+            None => println!("time to 90% of the payload rate: not reached"),
+        }
+        if let Some(r) = o.receiver_run.as_ref().and_then(|r| r.summary.as_ref()) {
+            println!(
+                "hare-recv counted {} bytes in {:.2} s ({:.2} Mbit/s)",
+                r.bytes,
+                r.seconds,
+                r.mbps()
+            );
+        }
         for ev in &run.events {
             if let hare_report::EventKind::Path { what } = &ev.kind {
                 let rec = what

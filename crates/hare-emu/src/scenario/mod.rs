@@ -30,6 +30,7 @@ pub mod metrics;
 pub mod plot;
 pub mod runner;
 pub mod transfer;
+pub mod transfer_report;
 
 use hare_link::{BitRate, ByteSize, PathConfig, TimeSpan};
 use rand::seq::SliceRandom;

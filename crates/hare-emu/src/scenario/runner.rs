@@ -110,10 +110,15 @@ fn run_one(s: &KvhScenario, p: &RunPlan, opts: &RunOptions) -> Result<RunResult>
         timeout_s: duration + 60.0,
         bin_dir: opts.bin_dir.clone(),
         work_dir: opts.out.join("runs"),
+        echo: false,
     };
     let o = run_transfer(&ns, &spec)?;
     let cap = payload_mbps(p.path.rate.0, s.mtu, tcp);
-    let metrics = o.run.as_ref().map(|r| run_metrics(r, cap));
+    let mut metrics = o.run.as_ref().map(|r| run_metrics(r, cap));
+    // Kernel TCP publishes no controller events: its reductions are the kernel's counters.
+    if let (Some(m), Some(r)) = (metrics.as_mut(), o.tcp_reductions) {
+        m.window_reductions = u32::try_from(r.total()).unwrap_or(u32::MAX);
+    }
     let mut reasons: Vec<String> = o
         .run
         .as_ref()
@@ -147,10 +152,12 @@ pub fn refresh_metrics(s: &KvhScenario, results: &mut [RunResult]) {
         let name = r.report.display().to_string();
         if let Ok(o) = hare_report::jsonl::read_run(std::io::BufReader::new(f), &name) {
             let tcp = r.plan.implementation == Impl::Kernel;
-            r.metrics = Some(run_metrics(
-                &o.run,
-                payload_mbps(r.plan.path.rate.0, s.mtu, tcp),
-            ));
+            let mut m = run_metrics(&o.run, payload_mbps(r.plan.path.rate.0, s.mtu, tcp));
+            if tcp {
+                // The kernel's counters were read during the run; the report cannot redo them.
+                m.window_reductions = r.metrics.as_ref().map_or(0, |old| old.window_reductions);
+            }
+            r.metrics = Some(m);
         }
     }
 }

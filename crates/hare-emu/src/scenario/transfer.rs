@@ -17,6 +17,8 @@ use crate::namespace::{NamespaceConfig, NamespaceEmulator};
 use crate::netns::Side;
 use crate::tcp_cubic::{CubicParams, CubicParamsGuard};
 
+use super::transfer_report::{path_info, read_receiver_run, TcpReductions};
+
 /// Port hare-recv listens on inside the receiver namespace.
 pub const RECV_PORT: u16 = 5210;
 
@@ -49,6 +51,8 @@ pub struct TransferSpec {
     pub bin_dir: PathBuf,
     /// Where reports, logs and received files go.
     pub work_dir: PathBuf,
+    /// Print hare-send's lines (its `-i` intervals, events, summary) as they come.
+    pub echo: bool,
 }
 
 /// What came of a transfer.
@@ -61,12 +65,18 @@ pub struct TransferOutcome {
     pub emulator: EmulatorRun,
     /// Exit status of the sender (`None`: killed at the time limit or interrupted).
     pub sender_ok: Option<bool>,
+    /// Seconds from starting hare-send to its exit (whole process: connect to close).
+    pub sender_elapsed_s: f64,
     /// Exit status of the receiver.
     pub receiver_ok: Option<bool>,
     /// Where the report was written.
     pub report_path: PathBuf,
     /// Where received files went (file mode).
     pub recv_dir: PathBuf,
+    /// The receiver's own report (its intervals count what arrived on its clock).
+    pub receiver_run: Option<Run>,
+    /// Kernel TCP runs: the sender namespace's recovery counters over the run.
+    pub tcp_reductions: Option<TcpReductions>,
 }
 
 impl TransferOutcome {
@@ -136,7 +146,9 @@ pub fn run_transfer(ns: &NamespaceConfig, spec: &TransferSpec) -> Result<Transfe
     let report_path = spec.work_dir.join(format!("{}.jsonl", spec.name));
     let recv_dir = spec.work_dir.join(format!("{}.recv", spec.name));
     let identity = spec.work_dir.join("identity");
+    let recv_json = spec.work_dir.join(format!("{}.recv.json", spec.name));
     let _ = std::fs::remove_file(&report_path);
+    let _ = std::fs::remove_file(&recv_json);
     // tcp_cubic parameters: exclusive while changed, shared otherwise (serialised runs).
     let guard = if spec.tcp {
         Some(CubicParamsGuard::apply(&spec.kernel_params, 1800.0).context("tcp_cubic parameters")?)
@@ -158,6 +170,8 @@ pub fn run_transfer(ns: &NamespaceConfig, spec: &TransferSpec) -> Result<Transfe
         .arg(&identity)
         .arg("-1")
         .arg("-q")
+        .arg("--json")
+        .arg(&recv_json)
         .arg("--mtu")
         .arg(&payload);
     if spec.tcp {
@@ -201,8 +215,10 @@ pub fn run_transfer(ns: &NamespaceConfig, spec: &TransferSpec) -> Result<Transfe
         Side::Sender,
         &spec.bin_dir.join("hare-send").to_string_lossy(),
     )?;
-    scmd.arg("-q")
-        .arg("-i")
+    if !spec.echo {
+        scmd.arg("-q");
+    }
+    scmd.arg("-i")
         .arg(spec.interval.to_string())
         .arg("--mtu")
         .arg(&payload)
@@ -233,14 +249,34 @@ pub fn run_transfer(ns: &NamespaceConfig, spec: &TransferSpec) -> Result<Transfe
     scmd.arg(&peer);
     let slog = std::fs::File::create(spec.work_dir.join(format!("{}.send.log", spec.name)))
         .context("sender log")?;
-    scmd.stdout(Stdio::null()).stderr(slog);
+    scmd.stdout(if spec.echo {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stderr(slog);
+    let counters0 = spec.tcp.then(|| sender_counters(&emu)).flatten();
     let start_ns = monotonic_ns();
     let mut sender = scmd
         .spawn()
         .context("starting hare-send in the sender namespace")?;
+    let echo = sender.stdout.take().map(|out| {
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                println!("{line}");
+            }
+        })
+    });
     let deadline = start_ns + (spec.timeout_s * 1e9) as u64;
     let sender_ok = wait_child(&mut sender, deadline);
+    let sender_elapsed_s = monotonic_ns().saturating_sub(start_ns) as f64 / 1e9;
     let receiver_ok = wait_child(&mut receiver, monotonic_ns() + 5_000_000_000);
+    if let Some(e) = echo {
+        let _ = e.join();
+    }
+    let tcp_reductions = counters0
+        .zip(sender_counters(&emu))
+        .map(|(a, b)| b.since(&a));
     let offset_s = start_ns.saturating_sub(emu.origin_ns()) as f64 / 1e9;
     let emulator = emu.stop().context("stopping the emulator")?;
     if let Some(g) = guard {
@@ -252,6 +288,7 @@ pub fn run_transfer(ns: &NamespaceConfig, spec: &TransferSpec) -> Result<Transfe
             let mut run =
                 jsonl::read_run(BufReader::new(f), &report_path.display().to_string())?.run;
             let end_s = run.summary.as_ref().map_or(0.0, |s| s.seconds);
+            run.header.path = Some(path_info(&ns.path));
             if let Some(s) = run.summary.as_mut() {
                 emulator.apply_to(s);
                 if sender_ok != Some(true) {
@@ -273,12 +310,36 @@ pub fn run_transfer(ns: &NamespaceConfig, spec: &TransferSpec) -> Result<Transfe
     let emu_path = spec.work_dir.join(format!("{}.emu.json", spec.name));
     std::fs::write(&emu_path, serde_json::to_string_pretty(&emulator)?)
         .with_context(|| format!("writing {}", emu_path.display()))?;
+    let receiver_run = read_receiver_run(&recv_json)?.map(|mut r| {
+        r.header.path = Some(path_info(&ns.path));
+        r
+    });
+    if let Some(r) = &receiver_run {
+        // The receiver's side as hare-report records too, beside the sender's.
+        let p = spec.work_dir.join(format!("{}.recv.jsonl", spec.name));
+        let f = std::fs::File::create(&p).with_context(|| format!("writing {}", p.display()))?;
+        jsonl::write_run(std::io::BufWriter::new(f), r)?;
+    }
     Ok(TransferOutcome {
         run,
         emulator,
         sender_ok,
+        sender_elapsed_s,
         receiver_ok,
         report_path,
         recv_dir,
+        receiver_run,
+        tcp_reductions,
     })
+}
+
+/// The TCP recovery counters of the sender's namespace (`None` when they cannot be read).
+fn sender_counters(emu: &NamespaceEmulator) -> Option<TcpReductions> {
+    let out = emu
+        .command(Side::Sender, "cat")
+        .ok()?
+        .arg("/proc/net/netstat")
+        .output()
+        .ok()?;
+    TcpReductions::parse(&String::from_utf8_lossy(&out.stdout))
 }

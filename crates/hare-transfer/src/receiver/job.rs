@@ -7,13 +7,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hare_report::{Event, EventKind, Interval, Role, RunHeader, Summary, Tool, Transport, Windows};
+use hare_report::{Event, EventKind, Role, RunHeader, Summary, Tool, Transport, Windows};
 use quinn::VarInt;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::channels::{ControlRead, ControlWrite, DataIn};
 use crate::cpu::CpuClock;
 use crate::error::{Result, TransferError};
+use crate::intervals::job_interval;
 use crate::protocol::{
     read_frame, write_frame, DataHeader, DataKind, FilePlan, ToReceiver, ToSender, MAX_STREAMS,
     PROTOCOL_VERSION,
@@ -111,12 +112,18 @@ pub(super) async fn run_job(
         Accepted::Bulk { streams, .. } => usize::from(*streams),
         Accepted::Files { count, .. } => *count,
     };
+    // The receiver reports on the sender's interval (like nuttcp's server), so that the
+    // sender can print the receiver's counts as its own lines, keyed by interval.
+    let interval = match &hello {
+        ToReceiver::Hello { interval_s, .. } => job_interval(*interval_s, ctx.opts.interval),
+        _ => ctx.opts.interval,
+    };
     welcome(&ctx, &mut out, grant, plans, channels).await?;
     let t0 = Instant::now();
     let cpu = CpuClock::start();
-    let mut log = start_log(&ctx, &hello, &accepted, grant, printer)?;
+    let mut log = start_log(&ctx, &hello, &accepted, grant, interval, printer)?;
     let ctl_rx = spawn_control_reader(ctl_r);
-    let mut job = Running::new(&ctx, accepted, channels, t0);
+    let mut job = Running::new(&ctx, accepted, channels, t0, interval);
     let abort = job.serve(&mut out, &mut log, ctl_rx, data_rx).await;
     finish(&ctx, job, abort, &mut out, log, t0, cpu).await
 }
@@ -187,6 +194,7 @@ fn start_log(
     hello: &ToReceiver,
     accepted: &Accepted,
     grant: u64,
+    interval: Duration,
     printer: Printer,
 ) -> Result<RunLog> {
     let (controller, software) = match hello {
@@ -239,7 +247,7 @@ fn start_log(
         started_at: Some(
             humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         ),
-        interval_s: ctx.opts.interval.as_secs_f64(),
+        interval_s: interval.as_secs_f64(),
     };
     let log = RunLog::new(header, printer, &ctx.opts.output)?;
     log.note(&format!(
@@ -305,7 +313,7 @@ use running::Running;
 /// The summary, the final `done` (when nothing aborted) and the job's result.
 async fn finish(
     ctx: &JobCtx,
-    job: Running,
+    mut job: Running,
     abort: Option<TransferError>,
     out: &mut Out,
     mut log: RunLog,
@@ -323,14 +331,8 @@ async fn finish(
         })
         .await?;
     }
-    let (last_t, last_b) = job.last;
-    if total > last_b || end_s > last_t {
-        log.interval(Interval {
-            start_s: last_t,
-            end_s: end_s.max(last_t),
-            bytes: total - last_b,
-            ..Interval::default()
-        });
+    if let Some(iv) = job.arrivals.finish(end_s, total) {
+        log.interval(iv);
     }
     if let Some(e) = &abort {
         log.event(Event {
@@ -398,9 +400,10 @@ fn spawn_bulk(
     fin: mpsc::Sender<Finished>,
     bytes: Arc<AtomicU64>,
     limit: Option<u64>,
+    time_up: Option<Instant>,
 ) {
     tokio::spawn(async move {
-        let r = bulk_stream(input, bytes, limit).await;
+        let r = bulk_stream(input, bytes, limit, time_up).await;
         let _ = fin.send(Finished::Bulk(r)).await;
     });
 }

@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use tokio::sync::oneshot;
 
@@ -17,8 +18,19 @@ pub(super) async fn bulk_stream(
     mut input: DataIn,
     bytes: Arc<AtomicU64>,
     limit: Option<u64>,
+    time_up: Option<Instant>,
 ) -> Result<()> {
-    while let Some((_, b)) = input.next().await? {
+    loop {
+        let b = match input.next().await {
+            Ok(Some((_, b))) => b,
+            Ok(None) => break,
+            // A timed job's streams end with a reset once the sender's time is up (it
+            // discards what it still had queued): after `time_up` (the announced duration on
+            // this side's clock, which starts half an RTT before the sender's) that is a
+            // normal end.
+            Err(_) if time_up.is_some_and(|t| Instant::now() >= t) => break,
+            Err(e) => return Err(e),
+        };
         let total = bytes.fetch_add(b.len() as u64, Ordering::Relaxed) + b.len() as u64;
         if limit.is_some_and(|l| total > l) {
             return Err(TransferError::Protocol(

@@ -1,13 +1,13 @@
 //! The sender (`hare-send`): connects, asks for a job, pushes bulk data or files, and reports
 //! every interval like `nuttcp -i`.
 //!
-//! Interval bytes are what the *receiver* has received: at each tick the sender asks for the
-//! receiver's count on the control channel (the answer comes back half an RTT later) and pairs
-//! it with its own congestion state sampled at the tick. So the intervals add up exactly to the
-//! receiver's total, which is the summary's byte count (as nuttcp, whose interval lines also
-//! come from the receiving side).
+//! Interval bytes are true by construction ([`crate::intervals`]): over QUIC the receiver's
+//! own interval counts (what arrived in each of its intervals), keyed by interval number and
+//! printed beside the sender's congestion sample of the same tick; over kernel TCP what the
+//! receiver acknowledged (cumulatively or by SACK) in the sender's own interval. Either way
+//! the intervals add up exactly to the receiver's total, which is the summary's byte count.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,13 +27,14 @@ use tokio::task::JoinSet;
 
 use crate::cpu::CpuClock;
 use crate::error::{Result, TransferError};
+use crate::intervals::SenderLines;
 use crate::protocol::{
     close, read_frame, write_frame, FilePlan, Job, ToReceiver, ToSender, MAX_STREAMS,
     PROTOCOL_VERSION,
 };
 use crate::quic_config::Link;
 use crate::report::{OutputOptions, Printer, RunLog};
-use crate::sampler::{QuicSampler, Sample};
+use crate::sampler::QuicSampler;
 use crate::sendfiles::gather;
 use crate::stop::Stop;
 use crate::trust::Trust;
@@ -46,7 +47,7 @@ mod writers;
 use connect::{connect, Connected};
 use opener::{lock, Opener};
 use probe::Probe;
-use writers::{bulk_writer, file_task, Pacer, CHUNK};
+use writers::{bulk_writer, file_task, BulkPlan, Pacer, CHUNK};
 
 /// Time the receiver has to answer the Hello.
 const WELCOME_TIMEOUT: Duration = Duration::from_secs(30);
@@ -181,7 +182,8 @@ async fn resolve(host: &str, port: u16) -> Result<SocketAddr> {
 
 /// Messages from the control reader.
 enum Ctl {
-    Progress(u64, u64),
+    /// The receiver's interval: index, start, end (its seconds), bytes.
+    Interval(u64, f64, f64, u64),
     Done {
         bytes: u64,
         seconds: f64,
@@ -288,6 +290,7 @@ pub async fn send(opts: SendOptions, mut stop: Stop) -> Result<SendOutcome> {
             job: job.clone(),
             window: link.connection_window(),
             controller: controller.clone(),
+            interval_s: Some(opts.interval.as_secs_f64()),
         },
     )
     .await?;
@@ -435,6 +438,7 @@ pub async fn send(opts: SendOptions, mut stop: Stop) -> Result<SendOutcome> {
         ))),
         Opener::Tcp { sockets, .. } => Probe::Tcp {
             sockets: sockets.clone(),
+            infos: Vec::new(),
             mib0: crate::hystart_mib::HystartMib::read(),
             last_retrans: 0,
             last_segs: 0,
@@ -474,7 +478,14 @@ pub async fn send(opts: SendOptions, mut stop: Stop) -> Result<SendOutcome> {
                 }
             };
             let fwd = match msg {
-                ToSender::Progress { seq, bytes } => Ctl::Progress(seq, bytes),
+                ToSender::Interval {
+                    index,
+                    start_s,
+                    end_s,
+                    bytes,
+                } => Ctl::Interval(index, start_s, end_s, bytes),
+                // Only answers to requests this sender no longer makes.
+                ToSender::Progress { .. } => continue,
                 ToSender::FileResult { index, ok, reason } => {
                     if let Some(tx) = result_txs.remove(&index) {
                         let _ = tx.send((ok, reason));
@@ -515,6 +526,7 @@ pub async fn send(opts: SendOptions, mut stop: Stop) -> Result<SendOutcome> {
         let _ = ctl_w.shutdown().await;
     });
     let stop_flag = Arc::new(AtomicBool::new(false));
+    let written = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let mut tasks: JoinSet<Result<Option<FileReport>>> = JoinSet::new();
     // -R is over all streams together.
     let pacer = opts.rate.map(|r| {
@@ -534,12 +546,16 @@ pub async fn send(opts: SendOptions, mut stop: Stop) -> Result<SendOutcome> {
             let deadline = seconds.map(|s| t0 + Duration::from_secs_f64(s));
             let n = u64::from(*streams);
             for i in 0..*streams {
-                let quota = bytes.map(|b| b / n + u64::from(u64::from(i) < b % n));
+                let plan = BulkPlan {
+                    index: u32::from(i),
+                    quota: bytes.map(|b| b / n + u64::from(u64::from(i) < b % n)),
+                    deadline,
+                    written: written.clone(),
+                };
                 let (opener, flag, pattern) = (opener.clone(), stop_flag.clone(), pattern.clone());
                 let pacer = pacer.clone();
                 tasks.spawn(async move {
-                    bulk_writer(opener, u32::from(i), quota, deadline, flag, pacer, pattern)
-                        .await?;
+                    bulk_writer(opener, plan, flag, pacer, pattern).await?;
                     Ok(None)
                 });
             }
@@ -588,9 +604,12 @@ pub async fn send(opts: SendOptions, mut stop: Stop) -> Result<SendOutcome> {
         opts.interval,
     );
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut pending: VecDeque<(u64, f64, Sample)> = VecDeque::new();
+    // QUIC: the receiver's interval counts; kernel TCP: what the peer acknowledged.
+    let mut lines = match &opener {
+        Opener::Quic(_) => SenderLines::remote(),
+        Opener::Tcp { .. } => SenderLines::local(),
+    };
     let mut seq = 0u64;
-    let (mut last_t, mut last_b) = (0.0f64, 0u64);
     let mut reports: Vec<FileReport> = Vec::new();
     let mut interrupted = false;
     let mut failure: Option<TransferError> = None;
@@ -642,19 +661,14 @@ pub async fn send(opts: SendOptions, mut stop: Stop) -> Result<SendOutcome> {
                 let (sample, events, raw) = probe.sample();
                 record_events(&mut log, events, raw, &mut first_exit);
                 seq += 1;
-                pending.push_back((seq, t0.elapsed().as_secs_f64(), sample));
-                // Through the writer task: a slow control write never delays sampling.
-                let _ = out_tx.send(ToReceiver::ProgressRequest { seq }).await;
+                for iv in lines.tick(seq, t0.elapsed().as_secs_f64(), sample) {
+                    log.interval(iv);
+                }
             }
             m = ctl_rx.recv(), if ctl_open => match m {
-                Some(Ctl::Progress(s, bytes)) => {
-                    while let Some((ps, t, sample)) = pending.pop_front() {
-                        if ps == s {
-                            log.interval(sample.interval(last_t, t, bytes.saturating_sub(last_b)));
-                            last_t = t;
-                            last_b = bytes;
-                            break;
-                        }
+                Some(Ctl::Interval(index, start_s, end_s, bytes)) => {
+                    for iv in lines.received(index, start_s, end_s, bytes) {
+                        log.interval(iv);
                     }
                 }
                 Some(Ctl::Done { bytes, seconds, cpu_pct }) => {
@@ -719,19 +733,31 @@ pub async fn send(opts: SendOptions, mut stop: Stop) -> Result<SendOutcome> {
     if let Some(m) = log.printer().multi() {
         let _ = m.clear();
     }
-    let (mut sample, events, raw) = probe.sample();
-    // Ticks whose progress answer never came (the job ended first) fold into the last
-    // interval, so that the intervals' losses add up to the summary's.
-    for (_, _, p) in pending.drain(..) {
-        sample.lost += p.lost;
-        sample.sent += p.sent;
-        sample.flow_limited |= p.flow_limited;
-    }
+    let (sample, events, raw) = probe.sample();
     record_events(&mut log, events, raw, &mut first_exit);
     let end_s = t0.elapsed().as_secs_f64();
-    let total = done.map(|d| d.0).unwrap_or(last_b);
-    if total > last_b || end_s > last_t {
-        log.interval(sample.interval(last_t, end_s, total.saturating_sub(last_b)));
+    let total = done.map(|d| d.0).unwrap_or(lines.printed());
+    // Ticks without a receiver interval (the job ended first) fold into the last lines, so
+    // that the intervals' bytes and losses add up to the summary's.
+    for iv in lines.finish(sample, total, done.map(|d| d.1), end_s) {
+        log.interval(iv);
+    }
+    if let Job::Bulk {
+        seconds: Some(s), ..
+    } = &job
+    {
+        let discarded = written.load(Ordering::Relaxed).saturating_sub(total);
+        if discarded > 0 {
+            log.event(Event {
+                t_s: end_s,
+                kind: EventKind::Note {
+                    message: format!(
+                        "time is up at {s} s: {discarded} bytes ({:.4} MB) written but not delivered were discarded",
+                        discarded as f64 / hare_report::MIB
+                    ),
+                },
+            });
+        }
     }
     if let Some(e) = &failure {
         log.event(Event {

@@ -10,6 +10,7 @@ use tokio::net::TcpStream;
 
 use super::opener::lock;
 use crate::hystart_mib::{cubic_beta, HystartMib};
+use crate::protocol::DataHeader;
 use crate::sampler::{QuicSampler, Sample};
 use crate::tcp;
 
@@ -76,6 +77,8 @@ pub(super) enum Probe {
     Quic(Box<QuicSampler>),
     Tcp {
         sockets: Arc<Mutex<Vec<Arc<TcpStream>>>>,
+        /// The last good `TCP_INFO` of each data connection, in opening order.
+        infos: Vec<tcp::TcpInfo>,
         /// The namespace's HyStart counters when the run started (see `hystart_mib`).
         mib0: Option<HystartMib>,
         last_retrans: u64,
@@ -94,6 +97,7 @@ impl Probe {
             Probe::Quic(s) => s.sample(),
             Probe::Tcp {
                 sockets,
+                infos,
                 mib0,
                 last_retrans,
                 last_segs,
@@ -103,12 +107,25 @@ impl Probe {
                 srtt_ms,
                 min_rtt_ms,
             } => {
-                let infos: Vec<tcp::TcpInfo> = lock(sockets)
-                    .iter()
-                    .filter_map(|s| tcp::tcp_info(&**s).ok())
-                    .collect();
+                // The last good TCP_INFO of each data connection: an aborted one (a timed
+                // job's end, `tcp_disconnect()`) reads zeros afterwards, and its counts must
+                // not go backwards.
+                for (i, s) in lock(sockets).iter().enumerate() {
+                    if let Ok(info) = tcp::tcp_info(&**s) {
+                        if infos.len() <= i {
+                            infos.resize(i + 1, tcp::TcpInfo::default());
+                        }
+                        if info.bytes_acked >= infos[i].bytes_acked {
+                            infos[i] = info;
+                        }
+                    }
+                }
                 let retrans: u64 = infos.iter().map(|i| u64::from(i.total_retrans)).sum();
                 let segs: u64 = infos.iter().map(|i| u64::from(i.segs_out)).sum();
+                let delivered: u64 = infos
+                    .iter()
+                    .map(|i| i.delivered_payload(DataHeader::LEN as u64))
+                    .sum();
                 let first = infos.first().copied().unwrap_or_default();
                 let mss = u64::from(first.snd_mss.max(1));
                 *srtt_ms = f64::from(first.rtt_us) / 1e3;
@@ -125,6 +142,7 @@ impl Probe {
                     min_rtt_ms: *min_rtt_ms,
                     phase: None,
                     flow_limited: false,
+                    delivered: Some(delivered),
                 };
                 *last_retrans = retrans;
                 *last_segs = segs;

@@ -1,7 +1,7 @@
 //! The data writers: bulk streams and file streams, with the shared `-R` pacer.
 
 use std::io::{Read, Seek, SeekFrom};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -41,11 +41,25 @@ impl Pacer {
     }
 }
 
+/// What one bulk stream writes, and where it stops.
+pub(super) struct BulkPlan {
+    /// Stream number.
+    pub(super) index: u32,
+    /// Bytes to send (`-n`), if bounded by size.
+    pub(super) quota: Option<u64>,
+    /// When the time is up (`-T`), if bounded by time.
+    pub(super) deadline: Option<Instant>,
+    /// Payload handed to the transport so far, over all streams.
+    pub(super) written: Arc<AtomicU64>,
+}
+
+/// Writes one bulk stream until its quota, its deadline or a stop. At the deadline the data
+/// stops: a write waiting for window is abandoned, and the stream is reset (QUIC) or the
+/// connection aborted (TCP) so that nothing queued is sent after the time (nuttcp's `-T` is a
+/// time); a size job, or a stop before the deadline, finishes the stream normally.
 pub(super) async fn bulk_writer(
     opener: Opener,
-    index: u32,
-    quota: Option<u64>,
-    deadline: Option<Instant>,
+    plan: BulkPlan,
     stop: Arc<AtomicBool>,
     pacer: Option<Arc<Pacer>>,
     pattern: Bytes,
@@ -53,30 +67,51 @@ pub(super) async fn bulk_writer(
     let mut out = opener
         .open(DataHeader {
             kind: DataKind::Bulk,
-            index,
+            index: plan.index,
             offset: 0,
             session: [0; 12],
         })
         .await?;
+    let far = Instant::now() + Duration::from_secs(u64::from(u32::MAX));
+    let until = tokio::time::Instant::from_std(plan.deadline.unwrap_or(far));
     let mut sent = 0u64;
+    let mut time_up = false;
     loop {
-        if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
+        if stop.load(Ordering::Relaxed) {
             break;
         }
-        let n = match quota {
+        if plan.deadline.is_some_and(|d| Instant::now() >= d) {
+            time_up = true;
+            break;
+        }
+        let n = match plan.quota {
             Some(q) => (q - sent).min(CHUNK as u64) as usize,
             None => CHUNK,
         };
         if n == 0 {
             break;
         }
-        out.write(pattern.slice(..n)).await?;
+        tokio::select! {
+            r = out.write(pattern.slice(..n)) => r?,
+            _ = tokio::time::sleep_until(until) => {
+                time_up = true;
+                break;
+            }
+        }
         sent += n as u64;
+        plan.written.fetch_add(n as u64, Ordering::Relaxed);
         if let Some(p) = &pacer {
-            p.account(n).await;
+            tokio::select! {
+                _ = p.account(n) => {}
+                _ = tokio::time::sleep_until(until) => {}
+            }
         }
     }
-    out.finish()?;
+    if time_up {
+        out.discard(close::TIME_UP);
+    } else {
+        out.finish()?;
+    }
     Ok(sent)
 }
 

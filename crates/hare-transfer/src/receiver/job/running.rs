@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hare_report::{Event, EventKind, Interval};
+use hare_report::{Event, EventKind};
 use tokio::sync::mpsc;
 
 use super::{
@@ -15,7 +15,9 @@ use super::{
 };
 use crate::channels::DataIn;
 use crate::error::TransferError;
+use crate::intervals::{settle, ArrivalIntervals};
 use crate::protocol::{DataHeader, ToReceiver, ToSender};
+use crate::receiver::DURATION_GRACE;
 use crate::recvfile::{EarlyLimits, Planned};
 use crate::report::RunLog;
 
@@ -24,8 +26,10 @@ pub(super) struct Running {
     pub(super) bytes: Arc<AtomicU64>,
     pub(super) expected: usize,
     pub(super) failures: usize,
-    /// End time and byte count of the last interval reported.
-    pub(super) last: (f64, u64),
+    /// The job's report intervals: payload that arrived in each, on this side's clock.
+    pub(super) arrivals: ArrivalIntervals,
+    /// Byte count at the last tick (for the no-data deadline).
+    last_bytes: u64,
     t0: Instant,
     planned: HashMap<u32, Planned>,
     digests: HashMap<u32, DigestSlot>,
@@ -50,7 +54,13 @@ enum Step {
 }
 
 impl Running {
-    pub(super) fn new(ctx: &JobCtx, accepted: Accepted, expected: usize, t0: Instant) -> Self {
+    pub(super) fn new(
+        ctx: &JobCtx,
+        accepted: Accepted,
+        expected: usize,
+        t0: Instant,
+        interval: Duration,
+    ) -> Self {
         let (planned, files_job, bulk_limit, deadline) = match accepted {
             Accepted::Files { planned, .. } => (planned, true, None, None),
             Accepted::Bulk { bytes, seconds, .. } => {
@@ -62,7 +72,8 @@ impl Running {
             bytes: Arc::new(AtomicU64::new(0)),
             expected,
             failures: 0,
-            last: (0.0, 0),
+            arrivals: ArrivalIntervals::new(t0),
+            last_bytes: 0,
             t0,
             planned,
             digests,
@@ -75,7 +86,7 @@ impl Running {
                 limits: EarlyLimits::for_window(ctx.opts.link.window),
             },
             stall_after: ctx.opts.limits.stall_timeout,
-            interval: ctx.opts.interval,
+            interval,
             seen: 0,
             finished: 0,
             last_progress: Instant::now(),
@@ -101,7 +112,7 @@ impl Running {
         tokio::pin!(deadline);
         while self.finished < self.expected {
             let step = tokio::select! {
-                _ = ticker.tick() => self.tick(log),
+                _ = ticker.tick() => self.tick(out, log).await,
                 m = ctl_rx.recv() => self.control(m, out).await,
                 d = data_rx.recv() => self.data(d, &fin_tx),
                 f = fin_rx.recv() => self.verdict(f, out, log).await,
@@ -116,25 +127,23 @@ impl Running {
         None
     }
 
-    fn tick(&mut self, log: &mut RunLog) -> Step {
-        let now_s = self.t0.elapsed().as_secs_f64();
+    async fn tick(&mut self, out: &mut Out, log: &mut RunLog) -> Step {
+        settle().await;
         let b = self.bytes.load(Ordering::Relaxed);
         let srtt = self
             .srtt
             .as_ref()
             .map(|c| c.stats().path.rtt.as_secs_f64() * 1e3);
-        let (last_t, last_b) = self.last;
-        log.interval(Interval {
-            start_s: last_t,
-            end_s: now_s,
-            bytes: b - last_b,
-            srtt_ms: srtt,
-            ..Interval::default()
-        });
-        if b != last_b {
+        let iv = self.arrivals.close(b, srtt);
+        // The sender prints this interval's bytes as its own (keyed by the index).
+        if let Err(e) = out.send(&iv.message()).await {
+            return Step::Stop(Some(e));
+        }
+        log.interval(iv.interval);
+        if b != self.last_bytes {
             self.last_progress = Instant::now();
         }
-        self.last = (now_s, b);
+        self.last_bytes = b;
         // A client that keeps its connection alive but sends nothing would hold a job slot
         // for ever.
         if self.last_progress.elapsed() >= self.stall_after {
@@ -202,7 +211,9 @@ impl Running {
         }
         let counter = self.bytes.clone();
         if !self.files_job {
-            spawn_bulk(input, fin.clone(), counter, self.bulk_limit);
+            // The announced duration on this side's clock: a reset after it is a normal end.
+            let time_up = self.deadline.map(|d| d - DURATION_GRACE);
+            spawn_bulk(input, fin.clone(), counter, self.bulk_limit, time_up);
             return Step::Go;
         }
         let (Some(p), Some(rx)) = (
