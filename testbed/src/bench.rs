@@ -14,6 +14,8 @@ pub struct BenchLine {
     pub case: String,
     /// The baseline (real AES-GCM, one thread): simulated seconds per wall second.
     pub baseline_speed: f64,
+    /// The baseline: simulated seconds per second of this thread's CPU time.
+    pub baseline_cpu_speed: Option<f64>,
     /// The current engine: simulated seconds per wall second.
     pub speed: f64,
     /// The current engine: simulated seconds per second of this thread's CPU time (robust
@@ -38,6 +40,14 @@ impl BenchLine {
             self.speed / self.baseline_speed
         } else {
             f64::NAN
+        }
+    }
+
+    /// Current CPU speed over the baseline's: the speed-up on an otherwise idle core.
+    pub fn cpu_speedup(&self) -> Option<f64> {
+        match (self.cpu_speed, self.baseline_cpu_speed) {
+            (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+            _ => None,
         }
     }
 
@@ -75,12 +85,14 @@ fn mib(b: Option<u64>) -> String {
 /// Format the benchmark table.
 pub fn bench_table(lines: &[BenchLine]) -> String {
     let mut s = format!(
-        "{:<18} {:>10} {:>10} {:>9} {:>10} {:>9} {:>11} {:>9} {:>9} {:>5}  {}\n",
+        "{:<18} {:>9} {:>9} {:>8} {:>10} {:>10} {:>8} {:>7} {:>9} {:>9} {:>7} {:>4}  {}\n",
         "case",
         "real s/s",
         "null s/s",
         "speed-up",
+        "real s/CPU",
         "null s/CPU",
+        "CPU x",
         "target",
         "RSS real",
         "RSS null",
@@ -88,14 +100,17 @@ pub fn bench_table(lines: &[BenchLine]) -> String {
         "same",
         "result"
     );
+    let x = |v: Option<f64>| v.map_or("-".to_string(), |c| format!("{c:.2}x"));
     for l in lines {
         s.push_str(&format!(
-            "{:<18} {:>9.2}x {:>9.2}x {:>8.2}x {:>10} {:>9} {:>11} {:>9} {:>9} {:>5}  {}\n",
+            "{:<18} {:>8.2}x {:>8.2}x {:>7.2}x {:>10} {:>10} {:>8} {:>7} {:>9} {:>9} {:>7} {:>4}  {}\n",
             l.case,
             l.baseline_speed,
             l.speed,
             l.speedup(),
-            l.cpu_speed.map_or("-".to_string(), |c| format!("{c:.2}x")),
+            x(l.baseline_cpu_speed),
+            x(l.cpu_speed),
+            x(l.cpu_speedup()),
             l.target_speed
                 .map_or("-".to_string(), |t| format!(">= {t:.0}x")),
             mib(l.baseline_peak_rss),
@@ -146,7 +161,7 @@ pub fn bench_sim(seconds: u64, progress: bool, out: &mut dyn Write) -> Result<Ve
     let mut lines = Vec::new();
     let bars = Bars::new(progress);
     for case in hare_sim::standard_cases(Duration::from_secs(seconds)) {
-        let (base, _) = measure(&case, CryptoMode::Real, &bars)?;
+        let (base, base_cpu) = measure(&case, CryptoMode::Real, &bars)?;
         let (new, cpu_speed) = measure(&case, CryptoMode::Null, &bars)?;
         for (label, r) in [("real", &base), ("null", &new)] {
             writeln!(
@@ -159,6 +174,7 @@ pub fn bench_sim(seconds: u64, progress: bool, out: &mut dyn Write) -> Result<Ve
         lines.push(BenchLine {
             case: case.name.clone(),
             baseline_speed: base.speed(),
+            baseline_cpu_speed: base_cpu,
             speed: new.speed(),
             cpu_speed,
             baseline_peak_rss: base.peak_rss_bytes,
@@ -175,7 +191,8 @@ pub fn bench_sim(seconds: u64, progress: bool, out: &mut dyn Write) -> Result<Ve
         out,
         "real = the single-thread engine with AES-GCM 1-RTT protection, null = the current \
          engine (keyed null cipher); both run back to back in this process, so the speed-up \
-         holds whatever else loads the machine. PASS/FAIL judges the current engine's wall-clock \
+         holds whatever else loads the machine; s/CPU is simulated seconds per second of this \
+         thread's CPU time (the speed on an otherwise idle core) and CPU x its ratio. PASS/FAIL judges the current engine's wall-clock \
          speed and peak RSS, and that both engines produced the same run (`same`)."
     )?;
     Ok(lines)
@@ -194,6 +211,7 @@ mod tests {
         let line = BenchLine {
             case: "10g-80ms-mtu8952".into(),
             baseline_speed: 1.5,
+            baseline_cpu_speed: Some(1.8),
             speed: 3.3,
             cpu_speed: Some(3.6),
             baseline_peak_rss: Some(150 << 20),

@@ -34,7 +34,7 @@ pub struct Page {
 const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;max-width:120em}\
 table{border-collapse:collapse;margin:.5em 0 1.5em}\
 td,th{border:1px solid #bbb;padding:.2em .5em;text-align:right;white-space:nowrap}\
-th{background:#eee}td.l,th.l{text-align:left}\
+h2{font-size:1.15em}th{background:#eee}td.l,th.l{text-align:left}\
 pre{background:#f6f6f6;padding:.5em;overflow-x:auto;font-size:85%}\
 figure{display:inline-block;margin:.5em}figure svg{max-width:100%;height:auto}\
 .thr{color:#2850c8}.hare{color:#c82828}";
