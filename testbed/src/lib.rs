@@ -7,16 +7,22 @@
 //!   emits;
 //! - [`runner`]: runs scenarios in the virtual-time simulator, two at a time;
 //! - [`plots`]: SVG and PNG plots;
-//! - [`bench`]: `hare-lab bench sim`.
+//! - [`bench`]: `hare-lab bench sim`;
+//! - [`sweep`]: `hare-lab sweep` grids, shards and merges;
+//! - [`html`], [`report_page`]: the self-contained `index.html` pages.
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod commands;
+pub mod html;
 pub mod metrics;
 pub mod plots;
 pub mod replay_record;
 pub mod report_out;
+pub mod report_page;
 pub mod runner;
 pub mod scenario;
 pub mod side_by_side;
 pub mod summary_table;
+pub mod sweep;
 pub mod thread_data;

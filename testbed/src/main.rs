@@ -71,6 +71,26 @@ enum Command {
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
         jobs: u16,
     },
+    /// Run a sweep file's grid of scenario variants (or one shard of it), writing JSON lines
+    /// per run; `sweep merge DIR...` combines shards into one table, heatmaps and a page.
+    #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+    Sweep {
+        #[command(subcommand)]
+        merge: Option<SweepCommand>,
+        /// The sweep file (`kind = "sweep"`).
+        #[arg(value_name = "SWEEP.toml", required = true)]
+        file: Option<PathBuf>,
+        /// Run only cells whose index is I modulo N (I from 0: `--shard 2/4`, or
+        /// `--shard "$JOB_COMPLETION_INDEX/4"`).
+        #[arg(long, value_name = "I/N", default_value = "0/1")]
+        shard: hare_lab::sweep::Shard,
+        /// Simulations to run in parallel.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
+        jobs: u16,
+        /// Output directory (default out/sweep/<name>); the shard writes shard-I-of-N.jsonl.
+        #[arg(short = 'o', long = "out", value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -99,9 +119,29 @@ enum Command {
 }
 
 #[derive(Subcommand, Debug)]
+enum SweepCommand {
+    /// Merge the shard outputs of one sweep into table.txt, table.csv, heatmaps and
+    /// index.html; refuses shards of different sweep definitions.
+    Merge {
+        /// Directories holding shard-*.jsonl files.
+        #[arg(value_name = "DIR", required = true)]
+        dirs: Vec<PathBuf>,
+        /// Where to write the merged table, heatmaps and page.
+        #[arg(
+            short = 'o',
+            long = "out",
+            value_name = "DIR",
+            default_value = "out/sweep/merged"
+        )]
+        out: PathBuf,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 enum BenchWhat {
     /// Simulated seconds per wall second at 1 and 10 Gbit/s x 80 ms, MTU 1452 and 8952, and
-    /// peak memory, against the targets.
+    /// peak memory: the current engine against the real-crypto single-thread one, run back
+    /// to back, and against the targets.
     Sim {
         /// Simulated seconds per case.
         #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=600))]
@@ -158,6 +198,38 @@ fn main() -> Result<()> {
                 progress,
             };
             commands::sim(&opts, &mut std::io::stdout().lock())?;
+        }
+        Command::Sweep {
+            merge: Some(SweepCommand::Merge { dirs, out }),
+            ..
+        } => {
+            hare_lab::sweep::merge_command(&dirs, &out, &mut std::io::stdout().lock())?;
+        }
+        Command::Sweep {
+            merge: None,
+            file,
+            shard,
+            jobs,
+            out,
+        } => {
+            let Some(file) = file else {
+                anyhow::bail!("a sweep file is required: hare-lab sweep SWEEP.toml");
+            };
+            let opts = hare_lab::sweep::SweepOptions {
+                file,
+                out_dir: out,
+                shard,
+                jobs: usize::from(jobs),
+                progress,
+            };
+            let (rows, _) = hare_lab::sweep::run_sweep(&opts, &mut std::io::stdout().lock())?;
+            let failed = rows.iter().filter(|r| r.error.is_some()).count();
+            if failed > 0 {
+                anyhow::bail!(
+                    "{failed} of {} run(s) failed (their rows carry the error)",
+                    rows.len()
+                );
+            }
         }
         Command::Bench {
             what: BenchWhat::Sim { seconds, strict },

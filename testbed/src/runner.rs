@@ -131,6 +131,7 @@ impl Job {
             time_threshold: f.ack.time_threshold,
         };
         cfg.trace = self.trace;
+        cfg.crypto = f.crypto;
         cfg
     }
 }

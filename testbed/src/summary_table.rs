@@ -19,10 +19,17 @@ fn exit(cwnd: Option<u32>, reason: Option<&str>) -> String {
     }
 }
 
-/// The table as text. Columns: run, controller, then pairs `thread / hare` of capacity used
-/// (Mbit/s), time to 90% (s), slow-start exit (cwnd in segments and reason), losses in the
-/// first 10 s and average Mbit/s. A legend line explains the capacities.
-pub fn format(records: &[ReplayRecord]) -> String {
+/// What the columns mean (printed under the table).
+pub const LEGEND: &str =
+    "capacity: thread = best plateau (median of last 3 s) of the thread's runs on that path; \
+     hare = the simulated link's payload rate.\n\
+     t90% = end of the first 1 s interval at >= 90% of that capacity; exit = slow-start exit \
+     cwnd (segments) and reason; loss10s = lost/retransmitted packets in the first 10 s.\n";
+
+/// The table's cells, header row first. Columns: run, controller, then pairs
+/// `thread / hare` of capacity used (Mbit/s), time to 90% (s), slow-start exit (cwnd in
+/// segments and reason), losses in the first 10 s and average Mbit/s.
+pub fn cells(records: &[ReplayRecord]) -> Vec<Vec<String>> {
     let header = [
         "run".to_string(),
         "controller".to_string(),
@@ -58,6 +65,12 @@ pub fn format(records: &[ReplayRecord]) -> String {
             format!("{:.0}", r.avg_mbps),
         ]);
     }
+    rows
+}
+
+/// The table as text: [`cells`] aligned, then the [`LEGEND`].
+pub fn format(records: &[ReplayRecord]) -> String {
+    let rows = cells(records);
     let ncol = rows[0].len();
     let widths: Vec<usize> = (0..ncol)
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
@@ -82,12 +95,7 @@ pub fn format(records: &[ReplayRecord]) -> String {
             out.push('\n');
         }
     }
-    out.push_str(
-        "capacity: thread = best plateau (median of last 3 s) of the thread's runs on that path; \
-         hare = the simulated link's payload rate.\n\
-         t90% = end of the first 1 s interval at >= 90% of that capacity; exit = slow-start exit \
-         cwnd (segments) and reason; loss10s = lost/retransmitted packets in the first 10 s.\n",
-    );
+    out.push_str(LEGEND);
     out
 }
 

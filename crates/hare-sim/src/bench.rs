@@ -6,6 +6,7 @@ use hare_link::units::{BitRate, ByteSize, TimeSpan};
 use hare_link::PathConfig;
 
 use crate::config::{SimConfig, Windows, Workload};
+use crate::crypto::CryptoMode;
 use crate::error::SimError;
 use crate::output::Progress;
 use crate::run::simulate;
@@ -26,6 +27,9 @@ pub struct BenchCase {
     pub seconds: Duration,
     /// Controller spec (hare-cc grammar).
     pub controller: String,
+    /// 1-RTT packet protection (the simulator's default, null; `Real` is the engine the
+    /// speed-ups are measured against).
+    pub crypto: CryptoMode,
 }
 
 impl BenchCase {
@@ -38,6 +42,7 @@ impl BenchCase {
             mtu,
             seconds,
             controller: "cubic".to_string(),
+            crypto: CryptoMode::default(),
         }
     }
 
@@ -64,6 +69,7 @@ impl BenchCase {
         cfg.windows = Windows::uniform(2 * bdp);
         cfg.workload = Workload::Duration(self.seconds);
         cfg.fine_interval = None;
+        cfg.crypto = self.crypto;
         cfg
     }
 }

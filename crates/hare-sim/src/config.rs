@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use hare_link::LinkConfig;
 
+use crate::crypto::CryptoMode;
+
 /// The simulator's own defaults, in one place.
 pub mod defaults {
     use std::time::Duration;
@@ -201,6 +203,9 @@ pub struct SimConfig {
     pub initial_rtt: Option<Duration>,
     /// Bounds on the run.
     pub limits: Limits,
+    /// Protection of 1-RTT packets: the keyed null cipher (default) or the real AEAD. Both
+    /// give the same packet sizes and the same report (see the `crypto` module).
+    pub crypto: CryptoMode,
 }
 
 impl SimConfig {
@@ -234,6 +239,7 @@ impl SimConfig {
             gso_segments: defaults::GSO_SEGMENTS,
             initial_rtt: None,
             limits: Limits::default(),
+            crypto: CryptoMode::default(),
         }
         .with_seed(1)
     }

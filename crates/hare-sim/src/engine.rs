@@ -21,9 +21,11 @@
 //! returns `None`, which quinn does when it has nothing to send, when the congestion window is
 //! full, or when its pacer wants to wait (it then arms its pacing timer, which shows up in
 //! `poll_timeout`). A `Transmit` with `segment_size` carries several datagrams: each is offered
-//! to the link separately at `now`, and the link serialises them back to back. The transmit
-//! buffer is handed over without copying: the `Vec` becomes a `BytesMut` that is split per
-//! datagram, and the receiver's stream chunks keep slices of it until they are read.
+//! to the link separately at `now`, and the link serialises them back to back. A full batch's
+//! transmit buffer is handed over without copying: the `Vec` becomes a `BytesMut` that is
+//! split per datagram, the receiver's stream chunks keep slices of it until they are read,
+//! and the last read returns it to the pool. Partial batches and ACKs are copied per
+//! datagram (see `pool.rs` for why).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -49,6 +51,13 @@ const POOL_LIMIT: usize = 1 << 16;
 
 /// Events handled at one instant before the loop declares a livelock.
 const MAX_EVENTS_PER_INSTANT: u32 = 1_000_000;
+
+#[cfg(test)]
+thread_local! {
+    /// Full batches handed over without copying, and how many of their buffers came back
+    /// from the pool (a unit test checks that the zero-copy path runs).
+    static BATCHES: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
 
 /// The virtual clock.
 #[derive(Debug, Clone, Copy)]
@@ -221,7 +230,11 @@ impl Engine {
             last_progress: 0,
             fc_limited: 0,
             tap,
-            pool: DatagramPool::new(usize::from(cfg.mtu), POOL_LIMIT),
+            pool: DatagramPool::with_batches(
+                usize::from(cfg.mtu),
+                POOL_LIMIT,
+                usize::from(cfg.mtu) * cfg.gso_segments,
+            ),
             trace_from: 0,
             same_instant: 0,
         })
@@ -584,10 +597,24 @@ impl Engine {
                 Some(seg) if seg > 0 => seg,
                 _ => size.max(1),
             };
+            let datagrams = size.div_ceil(seg);
+            if side == Side::Client && self.gso > 1 && datagrams >= self.gso {
+                // A full batch: its buffer becomes the datagrams, no copy (see pool.rs).
+                let batch = std::mem::replace(&mut peer.tx_buf, pool.take_batch());
+                #[cfg(test)]
+                BATCHES.with(|b| b.set((b.get().0 + 1, pool.batches_reused)));
+                let mut rest = crate::pool::vec_into_bytes_mut(batch);
+                rest.truncate(size);
+                while !rest.is_empty() {
+                    let d = rest.split_to(seg.min(rest.len()));
+                    // A dropped datagram still shares the batch buffer: just let it go.
+                    drop(out.send(now, d));
+                }
+                continue;
+            }
             // One copy per datagram into a recycled buffer (data direction) or a small
             // allocation (ACKs): cheaper than handing over quinn's 10-segment buffer, which
-            // would keep its whole capacity alive per ACK and cost glibc a consolidation on
-            // every free.
+            // would keep its whole capacity alive for one or two datagrams.
             for d in peer.tx_buf[..size].chunks(seg) {
                 let datagram = match side {
                     Side::Client => pool.copy_of(d),
@@ -607,5 +634,29 @@ impl Engine {
             }
         }
         peer.timer = conn.poll_timeout().map(|t| clock.ns(t).max(now));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BATCHES;
+    use hare_link::{BitRate, PathConfig, TimeSpan};
+
+    #[test]
+    fn full_batches_go_out_without_a_copy_and_their_buffers_come_back() {
+        let path = PathConfig::symmetric(BitRate(200_000_000), TimeSpan(20_000_000), None);
+        let mut cfg = crate::SimConfig::new("batches", path.forward, path.reverse, "cubic");
+        // Window-limited (300 kB < BDP 500 kB): each MAX_DATA credit releases a full burst.
+        cfg.windows = crate::Windows::uniform(300_000);
+        cfg.workload = crate::Workload::Bytes(20_000_000);
+        BATCHES.with(|b| b.set((0, 0)));
+        let out = crate::simulate(&cfg, &mut |_| {}).expect("run completes");
+        let (batches, reused) = BATCHES.with(|b| b.get());
+        assert_eq!(out.run.summary.map(|s| s.bytes), Some(20_000_000));
+        assert!(batches > 100, "{batches} full batches");
+        assert!(
+            reused > batches / 2,
+            "{reused} of {batches} batch buffers reused"
+        );
     }
 }

@@ -43,6 +43,7 @@
 mod bench;
 mod config;
 mod controller;
+mod crypto;
 mod engine;
 mod error;
 mod identity;
@@ -59,6 +60,7 @@ pub use bench::{
     BenchResult,
 };
 pub use config::{defaults, AckSettings, Limits, ReadMode, SimConfig, Windows, Workload};
+pub use crypto::CryptoMode;
 pub use error::{Endpoint, SimError};
 pub use output::{Progress, SimOutput, TracePoint};
 pub use run::simulate;

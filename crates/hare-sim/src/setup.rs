@@ -4,12 +4,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use quinn_proto::congestion::ControllerFactory;
+use quinn_proto::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn_proto::{
     AckFrequencyConfig, ClientConfig, EndpointConfig, ServerConfig, TransportConfig,
     ValidationTokenConfig, VarInt,
 };
 
 use crate::config::SimConfig;
+use crate::crypto::{CryptoMode, NullClientConfig, NullServerConfig};
 use crate::error::SimError;
 use crate::identity::{cid_factory, derive, initial_dcid_provider, Identity, SERVER_NAME};
 
@@ -174,24 +176,58 @@ pub(crate) fn endpoint_config(
     Ok(e)
 }
 
-/// Client and server configurations sharing one TLS identity.
+/// Client and server configurations sharing one TLS identity, with the 1-RTT protection
+/// `cfg.crypto` asks for.
+///
+/// The rustls configurations are built here the way quinn-proto 0.11's
+/// `ClientConfig::with_root_certificates` and `ServerConfig::with_single_cert` build theirs
+/// (ring provider, TLS 1.3 only, early data enabled on the client and `u32::MAX` on the
+/// server), so that the handshake's bytes are the same, and so that their quinn wrappers can
+/// be wrapped once more for the null cipher.
 pub(crate) fn tls_configs(
     cfg: &SimConfig,
     client_transport: TransportConfig,
     server_transport: TransportConfig,
 ) -> Result<(ClientConfig, ServerConfig), SimError> {
     let id = Identity::for_seed(cfg.seed)?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut roots = rustls::RootCertStore::empty();
     roots
         .add(id.cert.clone())
         .map_err(|e| SimError::Setup(format!("trust anchor: {e}")))?;
-    let mut client = ClientConfig::with_root_certificates(Arc::new(roots))
-        .map_err(|e| SimError::Setup(format!("client TLS: {e}")))?;
+    let mut client_tls = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| SimError::Setup(format!("client TLS: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    client_tls.enable_early_data = true;
+    let mut server_tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| SimError::Setup(format!("server TLS: {e}")))?
+        .with_no_client_auth()
+        .with_single_cert(vec![id.cert], id.key)
+        .map_err(|e| SimError::Setup(format!("server TLS: {e}")))?;
+    server_tls.max_early_data_size = u32::MAX;
+    let client_quic: Arc<dyn quinn_proto::crypto::ClientConfig> = Arc::new(
+        QuicClientConfig::try_from(client_tls)
+            .map_err(|e| SimError::Setup(format!("client TLS: {e}")))?,
+    );
+    let server_quic: Arc<dyn quinn_proto::crypto::ServerConfig> = Arc::new(
+        QuicServerConfig::try_from(server_tls)
+            .map_err(|e| SimError::Setup(format!("server TLS: {e}")))?,
+    );
+    let (client_crypto, server_crypto) = match cfg.crypto {
+        CryptoMode::Real => (client_quic, server_quic),
+        CryptoMode::Null => (
+            Arc::new(NullClientConfig { inner: client_quic }) as Arc<_>,
+            Arc::new(NullServerConfig { inner: server_quic }) as Arc<_>,
+        ),
+    };
+    let mut client = ClientConfig::new(client_crypto);
     client
         .transport_config(Arc::new(client_transport))
         .initial_dst_cid_provider(initial_dcid_provider(cfg.seed));
-    let mut server = ServerConfig::with_single_cert(vec![id.cert], id.key)
-        .map_err(|e| SimError::Setup(format!("server TLS: {e}")))?;
+    let mut server = ServerConfig::with_crypto(server_crypto);
     let mut tokens = ValidationTokenConfig::default();
     // No NEW_TOKEN frames: a single connection never uses them, and they embed wall-clock time.
     tokens.sent(0);

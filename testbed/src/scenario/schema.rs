@@ -26,6 +26,8 @@
 //!
 //! [replay]
 //! runs = ["2007-cubic20-iss100-w60m"]   # ids in data/thread-runs.json
+//!
+//! crypto = "null"          # top level, before any table: "null" (default) or "real"
 //! ```
 
 use hare_link::{ByteSize, LinkConfig, TimeSpan};
@@ -70,6 +72,11 @@ pub struct ScenarioFile {
     /// Thread runs this scenario replays.
     #[serde(default)]
     pub replay: Option<ReplaySpec>,
+    /// 1-RTT packet protection in the simulator: `"null"` (default: a keyed null cipher with
+    /// AES-GCM's tag and header-protection sizes, same packets, same report, less CPU) or
+    /// `"real"` (AES-128-GCM, as the binaries always use).
+    #[serde(default)]
+    pub crypto: hare_sim::CryptoMode,
 }
 
 fn default_mtu() -> u16 {

@@ -1,0 +1,232 @@
+//! Self-contained `index.html` pages: tables, preformatted text and inline SVG, one file
+//! that opens without a network or any other file.
+//!
+//! A small inline script counts the tables and the plots the browser actually laid out
+//! (non-zero size) and writes the counts into `<body data-rendered-tables=...
+//! data-rendered-plots=...>`, which the headless-Chromium test reads back from the DOM.
+
+use crate::sweep::merge::Heatmap;
+use std::fmt::Write as _;
+
+/// Escapes text for HTML content and attribute values.
+pub fn escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// An HTML page being assembled.
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    title: String,
+    body: String,
+}
+
+const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;max-width:120em}\
+table{border-collapse:collapse;margin:.5em 0 1.5em}\
+td,th{border:1px solid #bbb;padding:.2em .5em;text-align:right;white-space:nowrap}\
+h2{font-size:1.15em}th{background:#eee}td.l,th.l{text-align:left}\
+pre{background:#f6f6f6;padding:.5em;overflow-x:auto;font-size:85%}\
+figure{display:inline-block;margin:.5em}figure svg{max-width:100%;height:auto}\
+.thr{color:#2850c8}.hare{color:#c82828}";
+
+const CHECK_SCRIPT: &str = "<script>(function(){function n(s){var c=0;\
+document.querySelectorAll(s).forEach(function(e){var r=e.getBoundingClientRect();\
+if(r.width>0&&r.height>0)c++;});return c;}\
+document.body.setAttribute('data-rendered-tables',n('table'));\
+document.body.setAttribute('data-rendered-plots',n('figure svg'));})();</script>";
+
+impl Page {
+    /// An empty page titled `title`.
+    pub fn new(title: &str) -> Self {
+        Page {
+            title: title.to_string(),
+            body: format!("<h1>{}</h1>\n", escape(title)),
+        }
+    }
+
+    /// A section heading.
+    pub fn heading(&mut self, text: &str) -> &mut Self {
+        let _ = writeln!(self.body, "<h2>{}</h2>", escape(text));
+        self
+    }
+
+    /// A paragraph of text.
+    pub fn para(&mut self, text: &str) -> &mut Self {
+        let _ = writeln!(self.body, "<p>{}</p>", escape(text));
+        self
+    }
+
+    /// Preformatted text (side-by-side rows, nuttcp lines).
+    pub fn pre(&mut self, text: &str) -> &mut Self {
+        let _ = writeln!(self.body, "<pre>{}</pre>", escape(text));
+        self
+    }
+
+    /// A table; the first row is the header. Columns listed in `left` are left-aligned.
+    pub fn table(&mut self, rows: &[Vec<String>], left: &[usize]) -> &mut Self {
+        let class = |i: usize| {
+            if left.contains(&i) {
+                " class=\"l\""
+            } else {
+                ""
+            }
+        };
+        self.body.push_str("<table>\n");
+        for (ri, r) in rows.iter().enumerate() {
+            let tag = if ri == 0 { "th" } else { "td" };
+            self.body.push_str("<tr>");
+            for (ci, v) in r.iter().enumerate() {
+                let _ = write!(self.body, "<{tag}{}>{}</{tag}>", class(ci), escape(v));
+            }
+            self.body.push_str("</tr>\n");
+        }
+        self.body.push_str("</table>\n");
+        self
+    }
+
+    /// An SVG document inline (its XML prolog dropped), with a caption.
+    pub fn svg(&mut self, svg: &str, caption: &str) -> &mut Self {
+        let start = svg.find("<svg").unwrap_or(0);
+        let _ = writeln!(
+            self.body,
+            "<figure>{}<figcaption>{}</figcaption></figure>",
+            &svg[start..],
+            escape(caption)
+        );
+        self
+    }
+
+    /// The whole document.
+    pub fn finish(&self) -> String {
+        format!(
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head>\n<body>\n{}{CHECK_SCRIPT}\n</body></html>\n",
+            escape(&self.title),
+            self.body
+        )
+    }
+}
+
+/// A heatmap as an SVG document: one square per (row, column) coloured from white (lowest)
+/// to red (highest), the value written in it; grey where there is no value.
+pub fn heatmap_svg(h: &Heatmap) -> String {
+    let cell_w = 90.0;
+    let cell_h = 26.0;
+    let label_w =
+        (h.rows.iter().map(|r| r.chars().count()).max().unwrap_or(4) as f64 * 7.0).max(60.0);
+    let top = 48.0;
+    let width = label_w + cell_w * h.cols.len() as f64 + 20.0;
+    let height = top + cell_h * h.rows.len() as f64 + 10.0;
+    let finite: Vec<f64> = h
+        .values
+        .iter()
+        .flatten()
+        .flatten()
+        .copied()
+        .filter(|v| v.is_finite())
+        .collect();
+    let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\" font-family=\"sans-serif\" font-size=\"12\">\n<text x=\"4\" y=\"16\" font-size=\"14\">{}</text>\n",
+        escape(&h.title)
+    );
+    for (ci, c) in h.cols.iter().enumerate() {
+        let x = label_w + cell_w * (ci as f64 + 0.5);
+        let _ = writeln!(
+            s,
+            "<text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            top - 8.0,
+            escape(c)
+        );
+    }
+    for (ri, r) in h.rows.iter().enumerate() {
+        let y = top + cell_h * ri as f64;
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            label_w - 6.0,
+            y + cell_h * 0.65,
+            escape(r)
+        );
+        for ci in 0..h.cols.len() {
+            let v = h
+                .values
+                .get(ri)
+                .and_then(|row| row.get(ci))
+                .copied()
+                .flatten();
+            let x = label_w + cell_w * ci as f64;
+            let (fill, text) = match v {
+                Some(v) => {
+                    let f = if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
+                    let g = (255.0 - 175.0 * f).round() as u8;
+                    (
+                        format!("rgb(255,{g},{g})"),
+                        format!("{v:.prec$}", prec = h.decimals),
+                    )
+                }
+                None => ("#ccc".to_string(), "-".to_string()),
+            };
+            let _ = writeln!(
+                s,
+                "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{cell_w}\" height=\"{cell_h}\" fill=\"{fill}\" stroke=\"#fff\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{text}</text>",
+                x + cell_w / 2.0,
+                y + cell_h * 0.65
+            );
+        }
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_escapes_and_embeds() {
+        let mut p = Page::new("a <b> & c");
+        p.table(
+            &[vec!["x".into(), "y".into()], vec!["1".into(), "<2>".into()]],
+            &[0],
+        )
+        .svg("<?xml version=\"1.0\"?>\n<svg width=\"1\"></svg>", "plot")
+        .pre("a<b");
+        let html = p.finish();
+        assert!(html.contains("<title>a &lt;b&gt; &amp; c</title>"));
+        assert!(html.contains("<td class=\"l\">1</td><td>&lt;2&gt;</td>"));
+        assert!(html.contains("<figure><svg width=\"1\"></svg>"));
+        assert!(!html.contains("<?xml"));
+        assert!(html.contains("<pre>a&lt;b</pre>"));
+        assert!(
+            !html.contains("http://") || html.contains("xmlns"),
+            "no external resources"
+        );
+    }
+
+    #[test]
+    fn heatmap_colours_and_gaps() {
+        let h = Heatmap {
+            title: "t".into(),
+            rows: vec!["r0".into(), "r1".into()],
+            cols: vec!["a".into(), "b".into()],
+            values: vec![vec![Some(0.0), Some(10.0)], vec![None, Some(5.0)]],
+            decimals: 1,
+        };
+        let svg = heatmap_svg(&h);
+        assert!(svg.contains("rgb(255,255,255)"), "lowest is white");
+        assert!(svg.contains("rgb(255,80,80)"), "highest is red");
+        assert!(svg.contains("#ccc"), "missing is grey");
+        assert!(svg.contains(">10.0<") && svg.contains(">5.0<"));
+    }
+}

@@ -1,0 +1,68 @@
+//! Sweeps: a grid of scenario variants ([`grid`]), run whole or as one deterministic shard
+//! ([`run`]), and merged from any number of shard directories into one table and heatmaps
+//! ([`merge`]). `docs/SWEEPS.md` shows how batch systems spread the shards.
+
+pub mod grid;
+pub mod merge;
+pub mod run;
+
+pub use grid::{Shard, Sweep};
+pub use merge::{merge_dirs, Merged};
+pub use run::{run_sweep, shard_file, SweepOptions, SweepRow};
+
+use crate::html::{heatmap_svg, Page};
+use anyhow::{Context, Result};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+fn write(path: &Path, text: &str) -> Result<PathBuf> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    Ok(path.to_path_buf())
+}
+
+/// `hare-lab sweep merge DIR... -o OUT`: merges the shards, prints the table and writes
+/// `table.txt`, `table.csv`, one heatmap SVG per metric and `index.html` into `out_dir`.
+/// Returns the merge and the files written.
+pub fn merge_command(
+    dirs: &[PathBuf],
+    out_dir: &Path,
+    out: &mut dyn Write,
+) -> Result<(Merged, Vec<PathBuf>)> {
+    let m = merge_dirs(dirs)?;
+    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    let text = merge::table_text(&m);
+    write!(out, "{text}")?;
+    let mut files = vec![
+        write(&out_dir.join("table.txt"), &text)?,
+        write(&out_dir.join("table.csv"), &merge::table_csv(&m))?,
+    ];
+    let mut page = Page::new(&format!("hare-lab sweep {}", m.sweep));
+    page.para(&format!(
+        "Definition {}: {} cells, {} runs merged from {} director{}{}.",
+        m.definition,
+        m.cells,
+        m.rows.len(),
+        dirs.len(),
+        if dirs.len() == 1 { "y" } else { "ies" },
+        if m.missing.is_empty() {
+            String::new()
+        } else {
+            format!("; {} cell(s) missing: {:?}", m.missing.len(), m.missing)
+        }
+    ));
+    page.heading("Heatmaps");
+    for metric in &merge::METRICS[..merge::HEATMAP_METRICS] {
+        let svg = heatmap_svg(&merge::heatmap(&m, metric));
+        files.push(write(
+            &out_dir.join(format!("heatmap-{}.svg", metric.stem)),
+            &svg,
+        )?);
+        page.svg(&svg, metric.name);
+    }
+    page.heading("Table");
+    let left: Vec<usize> = (1..=m.axes.len() + 1).collect();
+    page.table(&merge::table_cells(&m), &left);
+    files.push(write(&out_dir.join("index.html"), &page.finish())?);
+    writeln!(out, "wrote {} files to {}", files.len(), out_dir.display())?;
+    Ok((m, files))
+}

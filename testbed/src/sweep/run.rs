@@ -1,0 +1,193 @@
+//! Running a sweep (or one shard of it) and writing its JSON lines.
+
+use super::grid::{KeyPart, Shard, Sweep};
+use crate::replay_record::ReplayRecord;
+use crate::report_out::record_of;
+use crate::runner::{run_jobs_streaming, Bars, Job, JobResult};
+use crate::thread_data::ThreadData;
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// One line of a sweep's output: one run of one cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepRow {
+    /// Sweep name.
+    pub sweep: String,
+    /// Fingerprint of the sweep definition ([`Sweep::definition`]).
+    pub definition: String,
+    /// Cells in the whole sweep.
+    pub cells: usize,
+    /// This cell's index.
+    pub cell: usize,
+    /// This cell's axis values.
+    pub key: Vec<KeyPart>,
+    /// Run id within the sweep (`<sweep>-cNNNN`, plus controller/repetition when a cell has
+    /// several runs).
+    pub run: String,
+    /// Bandwidth-delay product of the cell's path in full-sized packets.
+    pub bdp_packets: f64,
+    /// Slow-start exit cwnd divided by the BDP.
+    pub exit_cwnd_over_bdp: Option<f64>,
+    /// Packets lost up to the end of the 100 ms interval holding the slow-start exit (all
+    /// the run's losses when slow start never ended).
+    pub losses_in_slow_start: Option<u64>,
+    /// The run's figures (the same object `hare-lab sim --json` prints).
+    pub record: Option<ReplayRecord>,
+    /// Why the run failed, when it did.
+    pub error: Option<String>,
+}
+
+/// Options of `hare-lab sweep FILE`.
+#[derive(Debug, Clone)]
+pub struct SweepOptions {
+    /// The sweep file.
+    pub file: PathBuf,
+    /// Output directory (default `out/sweep/<name>`).
+    pub out_dir: Option<PathBuf>,
+    /// The slice to run.
+    pub shard: Shard,
+    /// Simulations in parallel.
+    pub jobs: usize,
+    /// Progress bars.
+    pub progress: bool,
+}
+
+/// The file a shard writes: `shard-I-of-N.jsonl`.
+pub fn shard_file(dir: &Path, shard: Shard) -> PathBuf {
+    dir.join(format!("shard-{}-of-{}.jsonl", shard.index, shard.count))
+}
+
+fn losses_in_slow_start(res: &JobResult, exit_t: Option<f64>) -> Option<u64> {
+    let run = &res.output.run;
+    let intervals = res
+        .output
+        .fine
+        .as_ref()
+        .map_or(&run.intervals, |f| &f.intervals);
+    let Some(t) = exit_t else {
+        return Some(intervals.iter().map(|i| i.lost_packets).sum());
+    };
+    Some(
+        intervals
+            .iter()
+            .take_while(|i| i.start_s <= t)
+            .map(|i| i.lost_packets)
+            .sum(),
+    )
+}
+
+fn row_of(sweep: &Sweep, cell: usize, res: &JobResult, threads: &ThreadData) -> SweepRow {
+    let rec = record_of(res, threads);
+    let bdp = res.job.scenario.bdp_packets();
+    SweepRow {
+        sweep: sweep.name.clone(),
+        definition: sweep.definition.clone(),
+        cells: sweep.cells.len(),
+        cell,
+        key: sweep.cells[cell].key.clone(),
+        run: res.job.id.clone(),
+        bdp_packets: bdp,
+        exit_cwnd_over_bdp: rec
+            .exit_cwnd_segments
+            .filter(|_| bdp > 0.0)
+            .map(|c| f64::from(c) / bdp),
+        losses_in_slow_start: losses_in_slow_start(res, rec.exit_t_s),
+        record: Some(rec),
+        error: None,
+    }
+}
+
+/// Runs the cells of `opts.shard` and writes `shard-I-of-N.jsonl` in the output directory,
+/// a line per run as it finishes (in cell order); prints one line per run to `out`.
+/// Returns the rows and the directory.
+pub fn run_sweep(opts: &SweepOptions, out: &mut dyn Write) -> Result<(Vec<SweepRow>, PathBuf)> {
+    let threads = ThreadData::embedded()?;
+    let sweep = Sweep::load(&opts.file, &threads)?;
+    let dir = opts
+        .out_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("out/sweep").join(&sweep.name));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut jobs = Vec::new();
+    let mut job_cell = Vec::new();
+    for cell in sweep.cells.iter().filter(|c| opts.shard.has(c.index)) {
+        for job in Job::all_of(&cell.scenario, false) {
+            job_cell.push(cell.index);
+            jobs.push(job);
+        }
+    }
+    writeln!(
+        out,
+        "hare-lab sweep {}: {} cells, shard {}/{}: {} cell(s), {} run(s), {} at a time, output in {}",
+        sweep.name,
+        sweep.cells.len(),
+        opts.shard.index,
+        opts.shard.count,
+        job_cell.iter().collect::<std::collections::BTreeSet<_>>().len(),
+        jobs.len(),
+        opts.jobs,
+        dir.display()
+    )?;
+    let path = shard_file(&dir, opts.shard);
+    let file =
+        std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+    let mut w = std::io::BufWriter::new(file);
+    let ids: Vec<String> = jobs.iter().map(|j| j.id.clone()).collect();
+    let bars = Bars::new(opts.progress);
+    let mut rows = Vec::new();
+    let mut k = 0usize;
+    run_jobs_streaming(jobs, opts.jobs, &bars, &mut |r| {
+        let cell = job_cell[k];
+        let row = match r {
+            Ok(res) => row_of(&sweep, cell, &res, &threads),
+            Err(e) => SweepRow {
+                sweep: sweep.name.clone(),
+                definition: sweep.definition.clone(),
+                cells: sweep.cells.len(),
+                cell,
+                key: sweep.cells[cell].key.clone(),
+                run: ids[k].clone(),
+                bdp_packets: sweep.cells[cell].scenario.bdp_packets(),
+                exit_cwnd_over_bdp: None,
+                losses_in_slow_start: None,
+                record: None,
+                error: Some(format!("{e:#}")),
+            },
+        };
+        k += 1;
+        let key: Vec<String> = row
+            .key
+            .iter()
+            .map(|p| format!("{}={}", p.axis, p.value))
+            .collect();
+        match (&row.record, &row.error) {
+            (Some(rec), _) => writeln!(
+                out,
+                "cell {:>4} {}: {:.0} Mbit/s, t90% {}, exit cwnd {}",
+                row.cell,
+                key.join(" "),
+                rec.avg_mbps,
+                rec.time_to_90pct_s
+                    .map_or("-".into(), |t| format!("{t:.1} s")),
+                rec.exit_cwnd_segments.map_or("-".into(), |c| c.to_string())
+            )?,
+            (None, e) => writeln!(
+                out,
+                "cell {:>4} {}: FAILED: {}",
+                row.cell,
+                key.join(" "),
+                e.as_deref().unwrap_or("unknown error")
+            )?,
+        }
+        serde_json::to_writer(&mut w, &row)?;
+        w.write_all(b"\n")?;
+        w.flush()
+            .with_context(|| format!("writing {}", path.display()))?;
+        rows.push(row);
+        Ok(())
+    })?;
+    writeln!(out, "wrote {}", path.display())?;
+    Ok((rows, dir))
+}

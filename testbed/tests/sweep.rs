@@ -1,0 +1,201 @@
+//! `hare-lab sweep`: a 48-cell grid run whole and as four shards in four processes merges
+//! into the same table; mixed definitions are refused.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hare-lab"))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("hare-lab-sweep-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+/// A tiny path: 20 Mbit/s x 10 ms, 60 kB per run (a few ms of CPU each).
+const BASE: &str = r#"
+name = "tiny"
+controllers = ["reno"]
+mtu = 1200
+ip_version = 4
+[path]
+rtt = "10ms"
+[path.forward]
+rate = "20m"
+queue_packets = 20
+[windows]
+stream = "200k"
+connection = "200k"
+send = "400k"
+[workload]
+bytes = "60k"
+"#;
+
+/// 3 controllers x 2 RTTs x 2 buffers x 4 seeds = 48 cells.
+fn sweep_text(name: &str) -> String {
+    format!(
+        r#"
+kind = "sweep"
+name = "{name}"
+base = "base.toml"
+[[axis]]
+name = "cc"
+field = "controller"
+values = ["reno", "cubic@linux-6", "bic@linux-2.6.20"]
+[[axis]]
+name = "rtt"
+values = [{{ label = "10ms", set = {{ "path.rtt" = "10ms" }} }}, {{ label = "20ms", set = {{ "path.rtt" = "20ms" }} }}]
+[[axis]]
+name = "queue"
+field = "path.forward.queue_packets"
+values = [10, 40]
+[[axis]]
+name = "seed"
+field = "seed"
+values = [1, 2, 3, 4]
+"#
+    )
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+fn merge(dirs: &[&Path], out: &Path) -> Output {
+    let mut c = bin();
+    c.arg("sweep").arg("merge");
+    for d in dirs {
+        c.arg(d);
+    }
+    c.arg("-o").arg(out).output().expect("hare-lab runs")
+}
+
+#[test]
+fn four_shards_merge_into_the_unsharded_table() {
+    let d = scratch("shards");
+    std::fs::write(d.join("base.toml"), BASE).expect("write base");
+    let file = d.join("grid.toml");
+    std::fs::write(&file, sweep_text("grid48")).expect("write sweep");
+
+    let whole = d.join("whole");
+    ok(&bin()
+        .args(["sweep", "--jobs", "2", "-o"])
+        .arg(&whole)
+        .arg(&file)
+        .output()
+        .expect("hare-lab runs"));
+
+    // Four processes at once, one shard each, into separate directories (as four machines
+    // would), then one merge.
+    let shard_dirs: Vec<PathBuf> = (0..4).map(|i| d.join(format!("s{i}"))).collect();
+    let children: Vec<_> = shard_dirs
+        .iter()
+        .enumerate()
+        .map(|(i, dir)| {
+            bin()
+                .args(["sweep", "--jobs", "1", "--shard", &format!("{i}/4"), "-o"])
+                .arg(dir)
+                .arg(&file)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn shard")
+        })
+        .collect();
+    for c in children {
+        ok(&c.wait_with_output().expect("shard finishes"));
+    }
+    for (i, dir) in shard_dirs.iter().enumerate() {
+        let lines =
+            std::fs::read_to_string(dir.join(format!("shard-{i}-of-4.jsonl"))).expect("shard file");
+        assert_eq!(lines.lines().count(), 12, "48 cells / 4 shards");
+    }
+
+    let m1 = d.join("m-whole");
+    let m4 = d.join("m-shards");
+    let t1 = ok(&merge(&[&whole], &m1));
+    let refs: Vec<&Path> = shard_dirs.iter().map(|p| p.as_path()).collect();
+    let t4 = ok(&merge(&refs, &m4));
+    assert!(t4.contains("48 cells, 48 rows"), "{t4}");
+    assert!(t1.contains("48 cells, 48 rows"), "{t1}");
+    assert!(!t1.contains("missing"), "{t1}");
+    let csv1 = std::fs::read_to_string(m1.join("table.csv")).expect("csv");
+    let csv4 = std::fs::read_to_string(m4.join("table.csv")).expect("csv");
+    assert_eq!(csv1.lines().count(), 49);
+    assert_eq!(csv1, csv4, "sharded and unsharded tables differ");
+    assert_eq!(
+        std::fs::read_to_string(m1.join("table.txt")).ok(),
+        std::fs::read_to_string(m4.join("table.txt")).ok()
+    );
+    // Every run finished and has a rate.
+    for line in csv1.lines().skip(1) {
+        assert!(
+            !line.ends_with(",-,") && line.ends_with(','),
+            "no error: {line}"
+        );
+    }
+    let html = std::fs::read_to_string(m4.join("index.html")).expect("index.html");
+    assert!(html.contains("<table>") && html.matches("<figure><svg").count() == 4);
+
+    // A shard of another definition is refused, naming both.
+    let other = d.join("other.toml");
+    std::fs::write(&other, sweep_text("grid48").replace("[10, 40]", "[10, 41]"))
+        .expect("write other");
+    let od = d.join("other-out");
+    ok(&bin()
+        .args(["sweep", "--shard", "0/16", "-o"])
+        .arg(&od)
+        .arg(&other)
+        .output()
+        .expect("hare-lab runs"));
+    let bad = merge(&[&whole, &od], &d.join("m-bad"));
+    assert!(!bad.status.success());
+    let err = text(&bad.stderr);
+    assert!(err.contains("mixed sweep definitions"), "{err}");
+
+    // Shards missing: merged, and the table says which cells are missing.
+    let part = ok(&merge(&refs[..3], &d.join("m-part")));
+    assert!(part.contains("12 cell(s) missing"), "{part}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn bad_sweeps_are_refused_with_the_reason() {
+    let d = scratch("bad");
+    std::fs::write(d.join("base.toml"), BASE).expect("write base");
+    let f = d.join("s.toml");
+    std::fs::write(
+        &f,
+        "kind = \"sweep\"\nname = \"x\"\nbase = \"base.toml\"\n[[axis]]\nname = \"q\"\nfield = \"path.forward.rate\"\nvalues = [\"fast\"]\n",
+    )
+    .expect("write");
+    let out = bin().arg("sweep").arg(&f).output().expect("runs");
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("cell 0 (q=fast)") && err.contains("rate = \"fast\""),
+        "{err}"
+    );
+    let out = bin()
+        .args(["sweep", "--shard", "4/4"])
+        .arg(&f)
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("0 <= I < N"));
+    let _ = std::fs::remove_dir_all(&d);
+}
