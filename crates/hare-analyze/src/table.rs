@@ -42,10 +42,12 @@ pub fn rows(ms: &[Metrics]) -> Vec<Row> {
     add("role".into(), &|m| (role_text(m), None));
     add("duration s".into(), &|m| num(Some(m.duration_s), 3));
     add("payload MB (2^20)".into(), &|m| {
-        num(Some(m.bytes as f64 / hare_report::MIB), 2)
+        payload(m, Some(m.bytes as f64 / hare_report::MIB))
     });
     add("payload from".into(), &|m| (payload_text(m).into(), None));
-    add("goodput Mbit/s".into(), &|m| num(Some(m.goodput_mbps), 2));
+    add("goodput Mbit/s".into(), &|m| {
+        payload(m, Some(m.goodput_mbps))
+    });
     add(
         "retransmitted MB (2^20)".into(),
         &|m| match m.retransmitted_bytes {
@@ -55,7 +57,7 @@ pub fn rows(ms: &[Metrics]) -> Vec<Row> {
     );
     for (i, h) in crate::metrics::HORIZONS_S.iter().enumerate() {
         add(format!("goodput first {h} s Mbit/s"), &move |m| {
-            num(m.goodput_over.get(i).and_then(|g| g.1), 2)
+            payload(m, m.goodput_over.get(i).and_then(|g| g.1))
         });
     }
     add("capacity Mbit/s".into(), &|m| {
@@ -124,6 +126,15 @@ pub fn rows(ms: &[Metrics]) -> Vec<Row> {
         )
     });
     rows
+}
+
+/// A payload figure, or "not logged" when the trace tells no payload (a quinn receiver).
+fn payload(m: &Metrics, v: Option<f64>) -> (String, Option<f64>) {
+    if m.payload_source == crate::trace::PayloadSource::Unknown {
+        ("not logged".into(), None)
+    } else {
+        num(v, 2)
+    }
 }
 
 /// A count, or "not logged" when the producer does not log it.
