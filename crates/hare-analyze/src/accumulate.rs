@@ -291,7 +291,12 @@ impl Accumulator {
 
     fn packet_received(&mut self, d: &PacketData, t: f64) {
         self.received_packets += 1;
-        self.first_received_s.get_or_insert(t);
+        // The first packet received after the first one sent closes the first round trip
+        // (a client's Initial and the server's reply; a server's first flight and the
+        // client's next packet).
+        if self.first_sent_s.is_some() {
+            self.first_received_s.get_or_insert(t);
+        }
         let app = d.is_one_rtt() || d.is_zero_rtt();
         if let Some(len) = d.length() {
             if d.is_one_rtt() {

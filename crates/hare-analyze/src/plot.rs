@@ -233,7 +233,11 @@ fn draw<DB: DrawingBackend>(
                 }
                 chart
                     .configure_series_labels()
-                    .position(SeriesLabelPosition::LowerRight)
+                    .position(if c.y_unit == Unit::Ms {
+                        SeriesLabelPosition::UpperRight
+                    } else {
+                        SeriesLabelPosition::LowerRight
+                    })
                     .background_style(WHITE.mix(0.85))
                     .border_style(BLACK)
                     .draw()
@@ -248,7 +252,8 @@ fn draw<DB: DrawingBackend>(
             .filter(|&y| y > 0.0)
             .fold(f64::INFINITY, f64::min);
         let y_min = if y_min.is_finite() { y_min / 2.0 } else { 1.0 };
-        let y_max = (y_top * 2.0).max(y_min * 10.0);
+        // Headroom above the lines for the exit notes listed in the upper left.
+        let y_max = (y_top * 5.0).max(y_min * 10.0);
         let chart = b
             .build_cartesian_2d(x_min..x_max, (y_min..y_max).log_scale())
             .map_err(|x| e(&x))?;
@@ -340,6 +345,8 @@ pub fn charts(traces: &[Trace], metrics: &[Metrics]) -> [Chart; 3] {
             points: t
                 .samples
                 .iter()
+                // From the origin on: the handshake's samples still carry the initial RTT.
+                .filter(|s| s.t_s >= 0.0)
                 .filter_map(|s| s.srtt_ms.map(|r| (s.t_s, r)))
                 .collect(),
             marks: Vec::new(),
