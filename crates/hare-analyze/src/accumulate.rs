@@ -271,7 +271,7 @@ impl Accumulator {
         self.frames_logged = true;
         let mut streams = Vec::new();
         let mut retransmit = false;
-        for f in &frames.0 {
+        for f in frames.0.iter().filter_map(|f| f.0.as_ref()) {
             if let Some((s, o, l)) = f.stream() {
                 if l > 0 && self.stream_sent.add(s, o, l) == 0 {
                     retransmit = true;
@@ -306,7 +306,7 @@ impl Accumulator {
         }
         let Some(frames) = &d.frames else { return };
         self.frames_logged = true;
-        for f in &frames.0 {
+        for f in frames.0.iter().filter_map(|f| f.0.as_ref()) {
             if let Some((s, o, l)) = f.stream() {
                 let new = self.stream_received.add(s, o, l);
                 if new > 0 {

@@ -118,24 +118,14 @@ impl<'de> Deserialize<'de> for Text {
     }
 }
 
-/// A list whose elements that do not parse as `T` are dropped; not a list reads as empty.
+/// A list of lenient elements (`Num`, `Text`, `Obj`, `List`: elements of another type read
+/// as absent values); not a list reads as empty.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct List<T>(pub Vec<T>);
 
 impl<T> Default for List<T> {
     fn default() -> Self {
         List(Vec::new())
-    }
-}
-
-/// One element of a [`List`]: `None` when it was not a `T`.
-struct Maybe<T>(Option<T>);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Maybe<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        // Buffer the element as a generic value, then try `T` on it: the element is small.
-        let v = serde_json::Value::deserialize(d)?;
-        Ok(Maybe(T::deserialize(v).ok()))
     }
 }
 
@@ -148,8 +138,8 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ListVisitor<T> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<List<T>, A::Error> {
         let mut out = Vec::new();
-        while let Some(Maybe(v)) = s.next_element::<Maybe<T>>()? {
-            out.extend(v);
+        while let Some(v) = s.next_element::<T>()? {
+            out.push(v);
         }
         Ok(List(out))
     }
@@ -193,14 +183,45 @@ impl<T> Default for Obj<T> {
     }
 }
 
+struct ObjVisitor<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjVisitor<T> {
+    type Value = Obj<T>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("anything")
+    }
+    // `T` is a struct of lenient fields with defaults: from an object it cannot fail on a
+    // field's type, and it is parsed in place, without an intermediate value.
+    fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Obj<T>, A::Error> {
+        T::deserialize(de::value::MapAccessDeserializer::new(m)).map(|v| Obj(Some(v)))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Obj<T>, A::Error> {
+        while s.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Obj(None))
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Obj<T>, E> {
+        Ok(Obj(None))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Obj<T>, E> {
+        Ok(Obj(None))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Obj<T>, E> {
+        Ok(Obj(None))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Obj<T>, E> {
+        Ok(Obj(None))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Obj<T>, E> {
+        Ok(Obj(None))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Obj<T>, E> {
+        Ok(Obj(None))
+    }
+}
+
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = serde_json::Value::deserialize(d)?;
-        Ok(Obj(if v.is_object() {
-            T::deserialize(v).ok()
-        } else {
-            None
-        }))
+        d.deserialize_any(ObjVisitor(std::marker::PhantomData))
     }
 }
 
@@ -214,12 +235,30 @@ mod tests {
         a: Num,
         b: Text,
         c: List<Num>,
+        d: List<Obj<U>>,
+    }
+
+    #[derive(Deserialize, Default, Debug, PartialEq)]
+    #[serde(default)]
+    struct U {
+        x: Num,
     }
 
     #[test]
     fn odd_types_read_as_absent() {
-        let t: T = serde_json::from_str(r#"{"a": {"x": 1}, "b": [1], "c": "no"}"#).expect("t");
+        let t: T = serde_json::from_str(
+            r#"{"a": {"x": 1}, "b": [1], "c": "no", "d": [1, {"x": "z"}, {"x": 2, "y": []}]}"#,
+        )
+        .expect("t");
         assert_eq!((t.a, t.b, t.c), (Num(None), Text(None), List(Vec::new())));
+        assert_eq!(
+            t.d.0,
+            vec![
+                Obj(None),
+                Obj(Some(U { x: Num(None) })),
+                Obj(Some(U { x: Num(Some(2.0)) }))
+            ]
+        );
         let t: T = serde_json::from_str(r#"{"a": "12", "b": 7, "c": [1, "2", {}]}"#).expect("t");
         assert_eq!(t.a, Num(Some(12.0)));
         assert_eq!(t.b.as_deref(), Some("7"));

@@ -125,7 +125,7 @@ pub(crate) struct PacketData {
     pub raw: Obj<Raw>,
     /// picoquic (and draft-01) put the type beside the header.
     pub packet_type: Text,
-    pub frames: Option<List<Frame>>,
+    pub frames: Option<List<Obj<Frame>>>,
 }
 
 impl PacketData {
@@ -280,7 +280,13 @@ mod tests {
         assert!(d.is_one_rtt());
         assert_eq!(d.length(), Some(1424));
         assert_eq!(d.packet_number(), Some(7));
-        let f = d.frames.expect("frames").0;
+        let f: Vec<Frame> = d
+            .frames
+            .expect("frames")
+            .0
+            .into_iter()
+            .filter_map(|f| f.0)
+            .collect();
         assert_eq!(f[0].stream(), Some((4, 100, 1380)));
         assert!(f[1].is_ack());
         assert_eq!(f[1].ranges().collect::<Vec<_>>(), vec![(0, 5), (9, 9)]);
