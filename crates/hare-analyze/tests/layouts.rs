@@ -217,6 +217,14 @@ fn directories_sidecars_and_same_named_files() {
     let other = tempfile::tempdir().expect("dir");
     let copy = other.path().join("dir-client.sqlog");
     std::fs::copy(&f.client_qlog, &copy).expect("copy");
+    // A sidecar with lines it cannot read (another hare's events) still never fails.
+    std::fs::write(
+        d.join("dir-server.cc.jsonl"),
+        "not json\n{\"t_s\": 1.0, \"event\": {\"type\": \"from-the-future\"}}\n{}\n",
+    )
+    .expect("odd sidecar");
+    let server = read_file(&f.server_qlog).expect("server with odd sidecar");
+    assert_eq!(server[0].skipped.iter().map(|s| s.count).sum::<u64>(), 3);
     let both = load(&[f.client_qlog.clone(), copy]).expect("two");
     assert_ne!(both[0].name, both[1].name);
     assert!(
