@@ -237,8 +237,13 @@ pub fn labels(paths: &[PathBuf]) -> Vec<String> {
 pub fn load(files: &[PathBuf]) -> Result<Vec<Trace>> {
     let paths = expand(files)?;
     let names = labels(&paths);
+    load_labelled(&paths, &names)
+}
+
+/// Reads the files (no directories), naming their traces `names`.
+fn load_labelled(paths: &[PathBuf], names: &[String]) -> Result<Vec<Trace>> {
     let mut out = Vec::new();
-    for (f, name) in paths.iter().zip(names) {
+    for (f, name) in paths.iter().zip(names.iter().cloned()) {
         let mut traces =
             crate::read_file(f).with_context(|| format!("analysing {}", f.display()))?;
         let base = f
@@ -293,8 +298,10 @@ pub fn run(cmd: AnalyzeCommand) -> Result<()> {
         }
         AnalyzeCommand::Compare(a) => {
             let p = a.path.params()?;
-            let first = |f: &PathBuf| -> Result<Metrics> {
-                let traces = load(std::slice::from_ref(f))?;
+            // Same-named files (a/server.sqlog, b/server.sqlog) get their folders.
+            let names = labels(&[a.a.clone(), a.b.clone()]);
+            let first = |f: &PathBuf, name: &String| -> Result<Metrics> {
+                let traces = load_labelled(std::slice::from_ref(f), std::slice::from_ref(name))?;
                 if traces.len() > 1 {
                     eprintln!(
                         "{}: {} traces, comparing the first",
@@ -307,12 +314,7 @@ pub fn run(cmd: AnalyzeCommand) -> Result<()> {
                     .with_context(|| format!("{}: no trace", f.display()))?;
                 Ok(compute(t, &p))
             };
-            let (mut ma, mut mb) = (first(&a.a)?, first(&a.b)?);
-            // Same-named files (a/server.sqlog, b/server.sqlog) get their folders.
-            if let [la, lb] = labels(&[a.a.clone(), a.b.clone()]).as_slice() {
-                ma.name = la.clone();
-                mb.name = lb.clone();
-            }
+            let (ma, mb) = (first(&a.a, &names[0])?, first(&a.b, &names[1])?);
             if a.json {
                 let v = serde_json::json!({ "a": ma, "b": mb });
                 println!("{}", serde_json::to_string_pretty(&v)?);
