@@ -264,6 +264,7 @@ pub(crate) fn finish(mut a: Accumulator, mut skipped: Vec<Skipped>) -> Trace {
         losses: a.losses.iter().map(|t| t - origin).collect(),
         losses_logged,
         retransmitted_bytes: retransmitted,
+        stream_bytes_sent: a.frames_logged.then_some(a.stream_sent.unique),
         payload_source: source,
         delivery_end_s: last.map(|t| t - origin),
         notes,

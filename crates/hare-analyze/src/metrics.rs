@@ -74,6 +74,9 @@ pub struct Metrics {
     pub role: Option<TraceRole>,
     /// The trace's vantage point as logged.
     pub vantage: Option<String>,
+    /// The origin on the file's own clock, seconds: every other time is relative to it
+    /// (qlog: the first 1-RTT packet sent; reports: 0).
+    pub origin_s: f64,
     /// Seconds from the origin to the end.
     pub duration_s: f64,
     /// Seconds over which `goodput_mbps` is averaged: origin to the last delivery (qlog), or
@@ -83,6 +86,8 @@ pub struct Metrics {
     pub payload_source: PayloadSource,
     /// STREAM bytes sent again, when frames are logged.
     pub retransmitted_bytes: Option<u64>,
+    /// Distinct STREAM bytes sent (retransmissions excluded), when frames are logged.
+    pub stream_bytes_sent: Option<u64>,
     /// Payload bytes delivered from the origin to the end.
     pub bytes: u64,
     /// Mbit/s over the whole trace.
@@ -229,10 +234,12 @@ pub fn compute(trace: &Trace, p: &Params) -> Metrics {
         format: trace.format,
         role: trace.role,
         vantage: trace.vantage.clone(),
+        origin_s: trace.origin_s,
         duration_s: duration,
         goodput_span_s: span,
         payload_source: trace.payload_source,
         retransmitted_bytes: trace.retransmitted_bytes,
+        stream_bytes_sent: trace.stream_bytes_sent,
         bytes,
         goodput_mbps: mbps(bytes as f64, span),
         bin_s: p.bin_s,
@@ -347,6 +354,7 @@ mod tests {
             losses: vec![1.2, 1.5, 2.5, 3.0],
             losses_logged: true,
             retransmitted_bytes: None,
+            stream_bytes_sent: None,
             payload_source: crate::trace::PayloadSource::Report,
             delivery_end_s: None,
             notes: Vec::new(),

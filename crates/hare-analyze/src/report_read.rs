@@ -134,6 +134,7 @@ pub fn read_report<R: BufRead>(path: &Path, r: R) -> Result<Trace> {
         losses,
         losses_logged: true,
         retransmitted_bytes: None,
+        stream_bytes_sent: None,
         payload_source: PayloadSource::Report,
         delivery_end_s: None,
         notes: Vec::new(),

@@ -45,6 +45,13 @@ pub fn rows(ms: &[Metrics]) -> Vec<Row> {
         payload(m, Some(m.bytes as f64 / hare_report::MIB))
     });
     add("payload from".into(), &|m| (payload_text(m).into(), None));
+    add(
+        "stream MB sent (2^20, once each)".into(),
+        &|m| match m.stream_bytes_sent {
+            Some(b) => num(Some(b as f64 / hare_report::MIB), 2),
+            None => ("not logged".into(), None),
+        },
+    );
     add("goodput Mbit/s".into(), &|m| {
         payload(m, Some(m.goodput_mbps))
     });
@@ -73,6 +80,9 @@ pub fn rows(ms: &[Metrics]) -> Vec<Row> {
     });
     add("slow-start exit s".into(), &|m| {
         num(m.exit.map(|e| e.t_s), 6)
+    });
+    add("exit on the file's clock ms".into(), &|m| {
+        num(m.exit.map(|e| (e.t_s + m.origin_s) * 1000.0), 3)
     });
     add("exit cwnd segments".into(), &|m| {
         num(m.exit.and_then(|e| e.cwnd_segments).map(f64::from), 0)

@@ -155,6 +155,8 @@ pub struct Trace {
     pub losses_logged: bool,
     /// STREAM bytes sent again (retransmissions), when frames are logged.
     pub retransmitted_bytes: Option<u64>,
+    /// Distinct STREAM bytes sent (each byte once), when frames are logged.
+    pub stream_bytes_sent: Option<u64>,
     /// Where `delivered` comes from.
     pub payload_source: PayloadSource,
     /// Seconds from the origin to the last delivery (qlog), the end of the goodput span.
