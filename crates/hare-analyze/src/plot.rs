@@ -316,30 +316,40 @@ pub fn charts(traces: &[Trace], metrics: &[Metrics]) -> [Chart; 3] {
                 .collect(),
             marks: Vec::new(),
         });
-        cwnd.push(Series {
-            label: t.name.clone(),
-            points: t
-                .samples
-                .iter()
-                .filter_map(|s| s.cwnd_bytes.map(|c| (s.t_s, c as f64)))
-                .collect(),
-            marks: t
-                .exit
-                .map(|e| {
-                    let why = e.reason.map_or("slow-start exit", |r| r.as_str());
-                    vec![(
-                        e.t_s,
-                        e.cwnd_bytes as f64,
-                        format!(
-                            "{}: {why} at {:.3} s, cwnd {}",
-                            t.name,
+        // A receiver's window only paces its ACKs: not drawn beside the senders'.
+        if t.role == Some(crate::trace::TraceRole::Receiver) && traces.len() > 1 {
+            // Keep the colours of the other charts: an empty series draws nothing.
+            cwnd.push(Series {
+                label: t.name.clone(),
+                points: Vec::new(),
+                marks: Vec::new(),
+            });
+        } else {
+            cwnd.push(Series {
+                label: t.name.clone(),
+                points: t
+                    .samples
+                    .iter()
+                    .filter_map(|s| s.cwnd_bytes.map(|c| (s.t_s, c as f64)))
+                    .collect(),
+                marks: t
+                    .exit
+                    .map(|e| {
+                        let why = e.reason.map_or("slow-start exit", |r| r.as_str());
+                        vec![(
                             e.t_s,
-                            human_bytes(e.cwnd_bytes as f64)
-                        ),
-                    )]
-                })
-                .unwrap_or_default(),
-        });
+                            e.cwnd_bytes as f64,
+                            format!(
+                                "{}: {why} at {:.3} s, cwnd {}",
+                                t.name,
+                                e.t_s,
+                                human_bytes(e.cwnd_bytes as f64)
+                            ),
+                        )]
+                    })
+                    .unwrap_or_default(),
+            });
+        }
         rtt.push(Series {
             label: t.name.clone(),
             points: t
