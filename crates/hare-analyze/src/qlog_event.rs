@@ -100,11 +100,14 @@ impl Frame {
         Some((id, self.offset.u64().unwrap_or(0), len))
     }
 
-    /// True for ACK (and ACK_ECN) frames.
+    /// True for ACK frames (ACK_ECN, and picoquic's multipath `path_ack`).
     pub fn is_ack(&self) -> bool {
-        self.frame_type
-            .as_deref()
-            .is_some_and(|t| t.eq_ignore_ascii_case("ack") || t.eq_ignore_ascii_case("ack_ecn"))
+        self.frame_type.as_deref().is_some_and(|t| {
+            matches!(
+                t.to_ascii_lowercase().as_str(),
+                "ack" | "ack_ecn" | "path_ack"
+            )
+        })
     }
 
     /// The acknowledged packet-number ranges, inclusive.

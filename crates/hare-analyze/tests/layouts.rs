@@ -233,3 +233,32 @@ fn directories_sidecars_and_same_named_files() {
         both[0].name
     );
 }
+
+/// A growing ECN-CE count in the ACKs a sender receives is a congestion signal: the exit
+/// and one episode, with a note.
+#[test]
+fn ecn_ce_marks_are_congestion_signals() {
+    let mut r = vec![header_new("client")];
+    for pn in 0..4u64 {
+        r.push(format!(
+            r#"{{"time":{t},"name":"quic:packet_sent","data":{{"header":{{"packet_type":"1RTT","packet_number":{pn}}},"raw":{{"length":1200}},"frames":[{{"frame_type":"stream","stream_id":0,"offset":{off},"raw":{{"payload_length":1100}}}}]}}}}"#,
+            t = 1 + pn,
+            off = pn * 1100
+        ));
+    }
+    r.push(r#"{"time":5.0,"name":"quic:recovery_metrics_updated","data":{"congestion_window":40000,"smoothed_rtt":10.0}}"#.into());
+    r.push(r#"{"time":11.0,"name":"quic:packet_received","data":{"header":{"packet_type":"1RTT","packet_number":0},"frames":[{"frame_type":"ack","acked_ranges":[[0,1]],"ect0":2,"ce":0}]}}"#.into());
+    r.push(r#"{"time":13.0,"name":"quic:packet_received","data":{"header":{"packet_type":"1RTT","packet_number":1},"frames":[{"frame_type":"ack","acked_ranges":[[0,3]],"ect0":3,"ce":1}]}}"#.into());
+    r.push(r#"{"time":13.0,"name":"quic:recovery_metrics_updated","data":{"congestion_window":28000}}"#.into());
+    let dir = tempfile::tempdir().expect("dir");
+    let p = common::write(dir.path(), "ecn.sqlog", seq(&r).as_bytes());
+    let t = read_file(&p).expect("ecn").remove(0);
+    assert_eq!(t.delivered_bytes(), 4400);
+    let e = t.exit.expect("exit");
+    assert_eq!(e.source, ExitSource::CongestionSignal);
+    assert!((e.t_s - 0.012).abs() < 1e-9, "{e:?}");
+    assert_eq!(e.cwnd_bytes, 40_000);
+    assert_eq!(t.reductions.len(), 1);
+    assert_eq!(t.reductions[0].to_cwnd_bytes, 28_000);
+    assert!(t.notes.iter().any(|n| n.contains("ECN")), "{:?}", t.notes);
+}
