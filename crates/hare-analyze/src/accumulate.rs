@@ -75,6 +75,8 @@ pub(crate) struct Accumulator {
     /// Receiver: new unique STREAM bytes received per bin.
     pub received_stream_bins: Vec<u64>,
     pub last_acked_stream_s: Option<f64>,
+    pub first_stream_sent_s: Option<f64>,
+    pub first_stream_received_s: Option<f64>,
     pub last_received_stream_s: Option<f64>,
     pub last_acked_estimate_s: Option<f64>,
     pub last_received_estimate_s: Option<f64>,
@@ -142,6 +144,8 @@ impl Accumulator {
             acked_stream_bins: Vec::new(),
             received_stream_bins: Vec::new(),
             last_acked_stream_s: None,
+            first_stream_sent_s: None,
+            first_stream_received_s: None,
             last_received_stream_s: None,
             last_acked_estimate_s: None,
             last_received_estimate_s: None,
@@ -276,6 +280,7 @@ impl Accumulator {
                 if l > 0 && self.stream_sent.add(s, o, l) == 0 {
                     retransmit = true;
                 }
+                self.first_stream_sent_s.get_or_insert(t);
                 streams.push((s, o, l));
             }
         }
@@ -317,6 +322,7 @@ impl Accumulator {
                         &mut self.out_of_range,
                     );
                     self.last_received_stream_s = Some(t);
+                    self.first_stream_received_s.get_or_insert(t);
                 }
             } else if f.is_ack() && app {
                 let mut new = 0;

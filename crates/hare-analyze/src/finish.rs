@@ -130,32 +130,26 @@ pub(crate) fn finish(mut a: Accumulator, mut skipped: Vec<Skipped>) -> Trace {
     let mss = (a.max_one_rtt_len > 0).then_some(a.max_one_rtt_len);
     let overhead = QUIC_OVERHEAD_BYTES + a.max_dcid_len.unwrap_or(0);
     let sender = role != Some(TraceRole::Receiver);
-    let (bins, source, last, scaled) = if sender && a.unacked.acked_unique() > 0 {
+    // The goodput span: from the first payload sent (sender) or received (receiver), when
+    // frames tell it, else the origin, to the last delivery.
+    let (bins, source, first, last, scaled) = if sender && a.unacked.acked_unique() > 0 {
         let b = std::mem::take(&mut a.acked_stream_bins);
-        (
-            b,
-            PayloadSource::AckedStreamFrames,
-            a.last_acked_stream_s,
-            false,
-        )
+        let (f, l) = (a.first_stream_sent_s, a.last_acked_stream_s);
+        (b, PayloadSource::AckedStreamFrames, f, l, false)
     } else if !sender && a.stream_received.unique > 0 {
         let b = std::mem::take(&mut a.received_stream_bins);
-        let last = a.last_received_stream_s;
-        (b, PayloadSource::ReceivedStreamFrames, last, false)
+        let (f, l) = (a.first_stream_received_s, a.last_received_stream_s);
+        (b, PayloadSource::ReceivedStreamFrames, f, l, false)
     } else if sender && a.acked_cum > 0 {
         let b = std::mem::take(&mut a.acked_bins);
-        (
-            b,
-            PayloadSource::PacketEstimate,
-            a.last_acked_estimate_s,
-            true,
-        )
+        let l = a.last_acked_estimate_s;
+        (b, PayloadSource::PacketEstimate, None, l, true)
     } else if !sender && !a.received_bins.is_empty() {
         let b = std::mem::take(&mut a.received_bins);
-        let last = a.last_received_estimate_s;
-        (b, PayloadSource::PacketEstimate, last, true)
+        let l = a.last_received_estimate_s;
+        (b, PayloadSource::PacketEstimate, None, l, true)
     } else {
-        (Vec::new(), PayloadSource::Unknown, None, false)
+        (Vec::new(), PayloadSource::Unknown, None, None, false)
     };
     let (num, den) = match mss {
         Some(m) if scaled && m > overhead => (m - overhead, m),
@@ -266,6 +260,7 @@ pub(crate) fn finish(mut a: Accumulator, mut skipped: Vec<Skipped>) -> Trace {
         retransmitted_bytes: retransmitted,
         stream_bytes_sent: a.frames_logged.then_some(a.stream_sent.unique),
         payload_source: source,
+        delivery_start_s: first.map(|t| (t - origin).max(0.0)),
         delivery_end_s: last.map(|t| t - origin),
         notes,
         reductions,

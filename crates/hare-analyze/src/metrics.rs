@@ -79,8 +79,8 @@ pub struct Metrics {
     pub origin_s: f64,
     /// Seconds from the origin to the end.
     pub duration_s: f64,
-    /// Seconds over which `goodput_mbps` is averaged: origin to the last delivery (qlog), or
-    /// the whole trace.
+    /// Seconds over which `goodput_mbps` is averaged: from the first payload sent or
+    /// received (qlog with frames; else the origin) to the last delivery, or the whole trace.
     pub goodput_span_s: f64,
     /// Where the payload figures come from.
     pub payload_source: PayloadSource,
@@ -164,10 +164,11 @@ pub fn compute(trace: &Trace, p: &Params) -> Metrics {
     let duration = trace.end_s.max(0.0);
     let bytes = trace.delivered_between(0.0, duration.max(f64::MIN_POSITIVE)) as u64;
     let bins = goodput_bins(trace, p.bin_s);
+    let start = trace.delivery_start_s.unwrap_or(0.0);
     let span = trace
         .delivery_end_s
-        .filter(|&e| e > 0.0 && e <= duration)
-        .unwrap_or(duration);
+        .filter(|&e| e > start && e <= duration)
+        .map_or(duration, |e| e - start);
     let (capacity_mbps, capacity_from) = match (p.capacity_bps, trace.path_rate_bps) {
         (Some(c), _) => (Some(c as f64 / 1e6), Some(Provenance::Given)),
         (None, Some(c)) => (Some(c as f64 / 1e6), Some(Provenance::File)),
@@ -356,6 +357,7 @@ mod tests {
             retransmitted_bytes: None,
             stream_bytes_sent: None,
             payload_source: crate::trace::PayloadSource::Report,
+            delivery_start_s: None,
             delivery_end_s: None,
             notes: Vec::new(),
             vantage: None,

@@ -136,6 +136,7 @@ pub fn read_report<R: BufRead>(path: &Path, r: R) -> Result<Trace> {
         retransmitted_bytes: None,
         stream_bytes_sent: None,
         payload_source: PayloadSource::Report,
+        delivery_start_s: None,
         delivery_end_s: None,
         notes: Vec::new(),
         vantage: None,

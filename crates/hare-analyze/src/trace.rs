@@ -159,6 +159,9 @@ pub struct Trace {
     pub stream_bytes_sent: Option<u64>,
     /// Where `delivered` comes from.
     pub payload_source: PayloadSource,
+    /// Seconds from the origin to the first payload sent (sender) or received (receiver),
+    /// when STREAM frames tell it: the start of the goodput span (else the origin).
+    pub delivery_start_s: Option<f64>,
     /// Seconds from the origin to the last delivery (qlog), the end of the goodput span.
     pub delivery_end_s: Option<f64>,
     /// What the reader noticed and worked around (ignored implausible values ...).
