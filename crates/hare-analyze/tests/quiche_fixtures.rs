@@ -10,7 +10,7 @@ use hare_analyze::{read_file, PayloadSource, Trace, TraceRole};
 use serde_json::Value;
 
 /// The fixture sets, one per quiche release (qlog layout).
-const FIXTURES: &[&str] = &["quiche-0.24"];
+const FIXTURES: &[&str] = &["quiche-0.24", "quiche-0.24-download"];
 
 fn fixtures() -> Vec<(PathBuf, Value)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
