@@ -5,7 +5,7 @@
 //! Analyze(hare_analyze::cli::AnalyzeCommand)` and calls [`run`].
 //! `examples/hare-analyze.rs` exposes the same commands on their own.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
@@ -73,7 +73,8 @@ impl PathOpts {
 /// `analyze FILE...`.
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
-    /// Report (.jsonl) or qlog (.sqlog, .qlog) files.
+    /// Report (.jsonl) or qlog (.sqlog, .qlog) files, or directories holding them (hare's
+    /// `.cc.jsonl` sidecars are paired with their qlog).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Path facts and knobs.
@@ -90,7 +91,7 @@ pub struct AnalyzeArgs {
 /// `plot FILE... -o DIR`.
 #[derive(Debug, Args)]
 pub struct PlotArgs {
-    /// Report or qlog files, overlaid.
+    /// Report or qlog files or directories, overlaid.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Output directory (created).
@@ -136,14 +137,130 @@ pub struct BenchArgs {
     pub json: bool,
 }
 
-/// Reads every trace of the files; notes about skipped records go to stderr.
-pub fn load(files: &[PathBuf]) -> Result<Vec<Trace>> {
+/// Deepest directory level searched below a directory argument.
+const MAX_DEPTH: usize = 4;
+
+/// What a directory entry is to the analysis.
+fn is_sidecar(p: &Path) -> bool {
+    p.to_string_lossy().ends_with(".cc.jsonl")
+}
+
+fn is_analysable(p: &Path) -> bool {
+    let name = p.to_string_lossy();
+    !is_sidecar(p)
+        && !name.ends_with(".truth.json")
+        && [".sqlog", ".qlog", ".jsonl", ".json"]
+            .iter()
+            .any(|e| name.ends_with(e))
+}
+
+fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading directory {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            if depth < MAX_DEPTH {
+                walk(&p, depth + 1, out)?;
+            }
+        } else if is_analysable(&p) {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// The files named: directories are searched for qlog (`.sqlog`, `.qlog`) and report
+/// (`.jsonl`, `.json`) files; hare's `.cc.jsonl` sidecars are never read on their own (the
+/// reader pairs each with its qlog), and a sidecar named explicitly is skipped with a note.
+pub fn expand(files: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for f in files {
-        let traces = crate::read_file(f).with_context(|| format!("analysing {}", f.display()))?;
-        for t in &traces {
+        if f.is_dir() {
+            let before = out.len();
+            walk(f, 0, &mut out)?;
+            if out.len() == before {
+                bail!("{}: no qlog or report files in this directory", f.display());
+            }
+        } else if is_sidecar(f) {
+            let qlog = f.to_string_lossy().replace(".cc.jsonl", ".sqlog");
+            if !Path::new(&qlog).exists() {
+                eprintln!(
+                    "{}: a hare controller sidecar without its qlog ({qlog}): skipped",
+                    f.display()
+                );
+            }
+        } else {
+            out.push(f.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Labels that tell traces of same-named files apart: the file name, with as many parent
+/// folders as it takes to make it unique (`a/server.sqlog`, `b/server.sqlog`).
+pub fn labels(paths: &[PathBuf]) -> Vec<String> {
+    let parts: Vec<Vec<String>> = paths
+        .iter()
+        .map(|p| {
+            let abs = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+            abs.components()
+                .rev()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect()
+        })
+        .collect();
+    let label = |i: usize, depth: usize| {
+        let mut v: Vec<&str> = parts[i].iter().take(depth).map(String::as_str).collect();
+        v.reverse();
+        v.join("/")
+    };
+    (0..paths.len())
+        .map(|i| {
+            let mut depth = 1;
+            // Bounded by the path's length.
+            while depth < parts[i].len()
+                && (0..paths.len())
+                    .any(|j| j != i && parts[j] != parts[i] && label(j, depth) == label(i, depth))
+            {
+                depth += 1;
+            }
+            label(i, depth)
+        })
+        .collect()
+}
+
+/// Reads every trace of the files and directories; notes about skipped records and what
+/// the reader worked around go to stderr.
+pub fn load(files: &[PathBuf]) -> Result<Vec<Trace>> {
+    let paths = expand(files)?;
+    let names = labels(&paths);
+    load_labelled(&paths, &names)
+}
+
+/// Reads the files (no directories), naming their traces `names`.
+fn load_labelled(paths: &[PathBuf], names: &[String]) -> Result<Vec<Trace>> {
+    let mut out = Vec::new();
+    for (f, name) in paths.iter().zip(names.iter().cloned()) {
+        let mut traces =
+            crate::read_file(f).with_context(|| format!("analysing {}", f.display()))?;
+        let base = f
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        for t in &mut traces {
+            // Keep a trace suffix (`#1`) the reader added for multi-trace files.
+            t.name = match t.name.strip_prefix(base.as_str()) {
+                Some(rest) => format!("{name}{rest}"),
+                None => name.clone(),
+            };
             for s in &t.skipped {
                 eprintln!("{}: skipped {} record(s): {}", t.name, s.count, s.reason);
+            }
+            for n in &t.notes {
+                eprintln!("{}: {n}", t.name);
             }
         }
         out.extend(traces);
@@ -181,8 +298,10 @@ pub fn run(cmd: AnalyzeCommand) -> Result<()> {
         }
         AnalyzeCommand::Compare(a) => {
             let p = a.path.params()?;
-            let first = |f: &PathBuf| -> Result<Metrics> {
-                let traces = load(std::slice::from_ref(f))?;
+            // Same-named files (a/server.sqlog, b/server.sqlog) get their folders.
+            let names = labels(&[a.a.clone(), a.b.clone()]);
+            let first = |f: &PathBuf, name: &String| -> Result<Metrics> {
+                let traces = load_labelled(std::slice::from_ref(f), std::slice::from_ref(name))?;
                 if traces.len() > 1 {
                     eprintln!(
                         "{}: {} traces, comparing the first",
@@ -195,7 +314,7 @@ pub fn run(cmd: AnalyzeCommand) -> Result<()> {
                     .with_context(|| format!("{}: no trace", f.display()))?;
                 Ok(compute(t, &p))
             };
-            let (ma, mb) = (first(&a.a)?, first(&a.b)?);
+            let (ma, mb) = (first(&a.a, &names[0])?, first(&a.b, &names[1])?);
             if a.json {
                 let v = serde_json::json!({ "a": ma, "b": mb });
                 println!("{}", serde_json::to_string_pretty(&v)?);

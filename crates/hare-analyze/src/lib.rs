@@ -12,15 +12,21 @@ mod accumulate;
 pub mod bench;
 pub mod cli;
 pub mod error;
+mod finish;
+mod lenient;
 pub mod metrics;
 pub mod plot;
 mod qlog_event;
 pub mod read;
 mod report_read;
 pub mod sidecar;
+mod sink;
+mod streams;
 pub mod table;
 pub mod trace;
 
 pub use error::{AnalyzeError, Result};
 pub use read::read_file;
-pub use trace::{Chunk, Exit, ExitSource, Format, Reduction, Sample, Skipped, Trace, TraceRole};
+pub use trace::{
+    Chunk, Exit, ExitSource, Format, PayloadSource, Reduction, Sample, Skipped, Trace, TraceRole,
+};

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::trace::{Exit, Format, Skipped, Trace, TraceRole};
+use crate::trace::{Exit, Format, PayloadSource, Skipped, Trace, TraceRole};
 
 /// The horizons of the "goodput over N s" figures (nuttcp-style runs of the thread were
 /// judged at these lengths).
@@ -72,8 +72,22 @@ pub struct Metrics {
     pub format: Format,
     /// Sender or receiver.
     pub role: Option<TraceRole>,
+    /// The trace's vantage point as logged.
+    pub vantage: Option<String>,
+    /// The origin on the file's own clock, seconds: every other time is relative to it
+    /// (qlog: the first 1-RTT packet sent; reports: 0).
+    pub origin_s: f64,
     /// Seconds from the origin to the end.
     pub duration_s: f64,
+    /// Seconds over which `goodput_mbps` is averaged: from the first payload sent or
+    /// received (qlog with frames; else the origin) to the last delivery, or the whole trace.
+    pub goodput_span_s: f64,
+    /// Where the payload figures come from.
+    pub payload_source: PayloadSource,
+    /// STREAM bytes sent again, when frames are logged.
+    pub retransmitted_bytes: Option<u64>,
+    /// Distinct STREAM bytes sent (retransmissions excluded), when frames are logged.
+    pub stream_bytes_sent: Option<u64>,
     /// Payload bytes delivered from the origin to the end.
     pub bytes: u64,
     /// Mbit/s over the whole trace.
@@ -100,11 +114,11 @@ pub struct Metrics {
     pub fraction: f64,
     /// End of the first bin whose goodput reached `fraction` of the capacity.
     pub time_to_fraction_s: Option<f64>,
-    /// Packets lost in the whole trace.
-    pub losses: u64,
+    /// Packets lost in the whole trace, `None` when the producer does not log them.
+    pub losses: Option<u64>,
     /// Packets lost up to and including the exit instant (all of them if slow start never
-    /// ended).
-    pub losses_in_slow_start: u64,
+    /// ended), `None` when losses are not logged.
+    pub losses_in_slow_start: Option<u64>,
     /// Loss episodes.
     pub episodes: Vec<Episode>,
     /// Goodput over the first 1/5/10/30 s (`None` when the trace is shorter).
@@ -117,6 +131,8 @@ pub struct Metrics {
     pub final_srtt_ms: Option<f64>,
     /// Records the reader skipped.
     pub skipped: Vec<Skipped>,
+    /// What the reader noticed and worked around.
+    pub notes: Vec<String>,
 }
 
 fn mbps(bytes: f64, seconds: f64) -> f64 {
@@ -148,6 +164,11 @@ pub fn compute(trace: &Trace, p: &Params) -> Metrics {
     let duration = trace.end_s.max(0.0);
     let bytes = trace.delivered_between(0.0, duration.max(f64::MIN_POSITIVE)) as u64;
     let bins = goodput_bins(trace, p.bin_s);
+    let start = trace.delivery_start_s.unwrap_or(0.0);
+    let span = trace
+        .delivery_end_s
+        .filter(|&e| e > start && e <= duration)
+        .map_or(duration, |e| e - start);
     let (capacity_mbps, capacity_from) = match (p.capacity_bps, trace.path_rate_bps) {
         (Some(c), _) => (Some(c as f64 / 1e6), Some(Provenance::Given)),
         (None, Some(c)) => (Some(c as f64 / 1e6), Some(Provenance::File)),
@@ -185,11 +206,13 @@ pub fn compute(trace: &Trace, p: &Params) -> Metrics {
             .map(|i| ((i + 1) as f64 * p.bin_s).min(duration))
     });
     let exit_t = trace.exit.map(|e| e.t_s);
-    let losses_in_slow_start = trace
-        .losses
-        .iter()
-        .filter(|&&t| exit_t.is_none_or(|x| t <= x))
-        .count() as u64;
+    let losses_in_slow_start = trace.losses_logged.then(|| {
+        trace
+            .losses
+            .iter()
+            .filter(|&&t| exit_t.is_none_or(|x| t <= x))
+            .count() as u64
+    });
     let episodes = trace
         .reductions
         .iter()
@@ -211,9 +234,15 @@ pub fn compute(trace: &Trace, p: &Params) -> Metrics {
         name: trace.name.clone(),
         format: trace.format,
         role: trace.role,
+        vantage: trace.vantage.clone(),
+        origin_s: trace.origin_s,
         duration_s: duration,
+        goodput_span_s: span,
+        payload_source: trace.payload_source,
+        retransmitted_bytes: trace.retransmitted_bytes,
+        stream_bytes_sent: trace.stream_bytes_sent,
         bytes,
-        goodput_mbps: mbps(bytes as f64, duration),
+        goodput_mbps: mbps(bytes as f64, span),
         bin_s: p.bin_s,
         bins_mbps: bins,
         capacity_mbps,
@@ -225,7 +254,7 @@ pub fn compute(trace: &Trace, p: &Params) -> Metrics {
         overshoot,
         fraction: p.fraction,
         time_to_fraction_s,
-        losses: trace.losses.len() as u64,
+        losses: trace.losses_logged.then_some(trace.losses.len() as u64),
         losses_in_slow_start,
         episodes,
         goodput_over,
@@ -235,6 +264,7 @@ pub fn compute(trace: &Trace, p: &Params) -> Metrics {
         min_rtt_ms,
         final_srtt_ms: trace.samples.iter().rev().find_map(|s| s.srtt_ms),
         skipped: trace.skipped.clone(),
+        notes: trace.notes.clone(),
     }
 }
 
@@ -323,6 +353,14 @@ mod tests {
             samples,
             delivered,
             losses: vec![1.2, 1.5, 2.5, 3.0],
+            losses_logged: true,
+            retransmitted_bytes: None,
+            stream_bytes_sent: None,
+            payload_source: crate::trace::PayloadSource::Report,
+            delivery_start_s: None,
+            delivery_end_s: None,
+            notes: Vec::new(),
+            vantage: None,
             reductions: vec![Reduction {
                 t_s: 2.5,
                 from_cwnd_bytes: 300_000,
@@ -360,8 +398,8 @@ mod tests {
         assert_eq!(m.overshoot, Some(1.0));
         // 95 >= 90: the end of the third bin.
         assert_eq!(m.time_to_fraction_s, Some(3.0));
-        assert_eq!(m.losses, 4);
-        assert_eq!(m.losses_in_slow_start, 2);
+        assert_eq!(m.losses, Some(4));
+        assert_eq!(m.losses_in_slow_start, Some(2));
         assert_eq!(m.goodput_over[0], (1, Some(10.0)));
         assert_eq!(m.goodput_over[1], (5, None));
         assert_eq!(m.max_cwnd_bytes, Some(300_000));
@@ -399,7 +437,7 @@ mod tests {
         let mut t = trace();
         t.exit = None;
         let m = compute(&t, &Params::default());
-        assert_eq!(m.losses_in_slow_start, 4);
+        assert_eq!(m.losses_in_slow_start, Some(4));
         assert_eq!(m.overshoot, None);
     }
 }

@@ -70,8 +70,61 @@ pub struct Chart {
     pub y_desc: String,
     /// Logarithmic y axis.
     pub log_y: bool,
+    /// How y values are written on the axis.
+    pub y_unit: Unit,
     /// The lines.
     pub series: Vec<Series>,
+    /// Horizontal reference lines (y, label), e.g. the capacity or the BDP.
+    pub hlines: Vec<(f64, String)>,
+}
+
+/// Units of a y axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Mbit/s.
+    Mbps,
+    /// Bytes, written as B / kB / MB / GB.
+    Bytes,
+    /// Milliseconds.
+    Ms,
+}
+
+/// A byte count for an axis or a label: `850 B`, `64 kB`, `6 MB`, `1.5 GB` (powers of 10).
+pub fn human_bytes(v: f64) -> String {
+    let (x, u) = if v >= 1e9 {
+        (v / 1e9, "GB")
+    } else if v >= 1e6 {
+        (v / 1e6, "MB")
+    } else if v >= 1e3 {
+        (v / 1e3, "kB")
+    } else {
+        (v, "B")
+    };
+    let digits = if x >= 100.0 || x == x.round() { 0 } else { 1 };
+    format!("{x:.digits$} {u}")
+}
+
+/// A plain number for an axis: no `6000000.0`, as few decimals as the value needs.
+pub fn human_number(v: f64) -> String {
+    let a = v.abs();
+    let digits = if a >= 100.0 || a == a.round() {
+        0
+    } else if a >= 1.0 {
+        1
+    } else {
+        2
+    };
+    format!("{v:.digits$}")
+}
+
+impl Unit {
+    /// The axis text of `v`.
+    pub fn format(self, v: f64) -> String {
+        match self {
+            Unit::Bytes => human_bytes(v),
+            Unit::Mbps | Unit::Ms => human_number(v),
+        }
+    }
 }
 
 const SIZE: (u32, u32) = (1000, 560);
@@ -94,7 +147,10 @@ fn draw<DB: DrawingBackend>(
     let pts = || c.series.iter().flat_map(|s| s.points.iter());
     let x_max = pts().map(|p| p.0).fold(1e-3, f64::max);
     let x_min = pts().map(|p| p.0).fold(0.0, f64::min);
-    let y_top = pts().map(|p| p.1).fold(0.0, f64::max);
+    let y_top = pts()
+        .map(|p| p.1)
+        .chain(c.hlines.iter().map(|h| h.0))
+        .fold(0.0, f64::max);
     let mut b = ChartBuilder::on(&root);
     b.margin(15);
     if text {
@@ -106,13 +162,35 @@ fn draw<DB: DrawingBackend>(
     macro_rules! body {
         ($chart:expr, $clamp:expr) => {{
             let mut chart = $chart;
+            let mut notes: Vec<(f64, f64, String, RGBColor)> = Vec::new();
             if text {
+                let unit = c.y_unit;
                 chart
                     .configure_mesh()
                     .x_desc(c.x_desc.as_str())
                     .y_desc(c.y_desc.as_str())
+                    .x_label_formatter(&|x: &f64| human_number(*x))
+                    .y_label_formatter(&move |y: &f64| unit.format(*y))
                     .draw()
                     .map_err(|x| e(&x))?;
+            }
+            for (y, label) in &c.hlines {
+                let grey = RGBColor(90, 90, 90);
+                chart
+                    .draw_series(LineSeries::new(
+                        [(x_min, $clamp(*y)), (x_max, $clamp(*y))],
+                        grey.stroke_width(1),
+                    ))
+                    .map_err(|x| e(&x))?;
+                if text {
+                    chart
+                        .draw_series(std::iter::once(Text::new(
+                            label.clone(),
+                            (x_min + (x_max - x_min) * 0.01, $clamp(*y)),
+                            ("sans-serif", 13).into_font().color(&grey),
+                        )))
+                        .map_err(|x| e(&x))?;
+                }
             }
             for (i, s) in c.series.iter().enumerate() {
                 let color = palette(i);
@@ -135,23 +213,31 @@ fn draw<DB: DrawingBackend>(
                     )
                     .map_err(|x| e(&x))?;
                 if text {
-                    // Notes of different series are staggered so equal exits stay legible.
-                    let lift = 1.0 + 0.35 * i as f64;
+                    // Notes are listed one per line in the upper left, in the series' colour,
+                    // so exits at the same place never overlap.
                     for (x, y, note) in &s.marks {
-                        chart
-                            .draw_series(std::iter::once(Text::new(
-                                note.clone(),
-                                (*x, $clamp(*y * lift)),
-                                ("sans-serif", 14).into_font().color(&color),
-                            )))
-                            .map_err(|x| e(&x))?;
+                        notes.push((*x, *y, note.clone(), color));
                     }
                 }
             }
             if text {
+                let area = chart.plotting_area().strip_coord_spec();
+                for (k, (_, _, note, color)) in notes.iter().enumerate() {
+                    let at = (10, 8 + 18 * k as i32);
+                    area.draw(&Text::new(
+                        format!("\u{25cb} {note}"),
+                        at,
+                        ("sans-serif", 14).into_font().color(color),
+                    ))
+                    .map_err(|x| e(&x))?;
+                }
                 chart
                     .configure_series_labels()
-                    .position(SeriesLabelPosition::LowerRight)
+                    .position(if c.y_unit == Unit::Ms {
+                        SeriesLabelPosition::UpperRight
+                    } else {
+                        SeriesLabelPosition::LowerRight
+                    })
                     .background_style(WHITE.mix(0.85))
                     .border_style(BLACK)
                     .draw()
@@ -162,18 +248,32 @@ fn draw<DB: DrawingBackend>(
     if c.log_y {
         let y_min = pts()
             .map(|p| p.1)
+            .chain(c.hlines.iter().map(|h| h.0))
             .filter(|&y| y > 0.0)
             .fold(f64::INFINITY, f64::min);
         let y_min = if y_min.is_finite() { y_min / 2.0 } else { 1.0 };
-        let y_max = (y_top * 2.0).max(y_min * 10.0);
+        // Headroom above the lines for the exit notes listed in the upper left.
+        let y_max = (y_top * 5.0).max(y_min * 10.0);
         let chart = b
             .build_cartesian_2d(x_min..x_max, (y_min..y_max).log_scale())
             .map_err(|x| e(&x))?;
         body!(chart, |y: f64| y.max(y_min));
     } else {
         let y_max = (y_top * 1.1).max(1e-3);
+        // RTTs sit far from zero: the axis spans the samples, so their changes show.
+        let y_lo = if c.y_unit == Unit::Ms {
+            let lo = pts().map(|p| p.1).fold(f64::INFINITY, f64::min);
+            if lo.is_finite() {
+                (lo - (y_top - lo) * 0.1).max(0.0)
+            } else {
+                0.0
+            }
+        } else {
+            0.0
+        };
+        let y_max = if y_max <= y_lo { y_lo + 1.0 } else { y_max };
         let chart = b
-            .build_cartesian_2d(x_min..x_max, 0.0..y_max)
+            .build_cartesian_2d(x_min..x_max, y_lo..y_max)
             .map_err(|x| e(&x))?;
         body!(chart, |y: f64| y);
     }
@@ -216,30 +316,47 @@ pub fn charts(traces: &[Trace], metrics: &[Metrics]) -> [Chart; 3] {
                 .collect(),
             marks: Vec::new(),
         });
-        cwnd.push(Series {
-            label: t.name.clone(),
-            points: t
-                .samples
-                .iter()
-                .filter_map(|s| s.cwnd_bytes.map(|c| (s.t_s, c as f64)))
-                .collect(),
-            marks: t
-                .exit
-                .map(|e| {
-                    let why = e.reason.map_or("exit", |r| r.as_str());
-                    vec![(
-                        e.t_s,
-                        e.cwnd_bytes as f64,
-                        format!("{why} @ {} B", e.cwnd_bytes),
-                    )]
-                })
-                .unwrap_or_default(),
-        });
+        // A receiver's window only paces its ACKs: not drawn beside the senders'.
+        if t.role == Some(crate::trace::TraceRole::Receiver) && traces.len() > 1 {
+            // Keep the colours of the other charts: an empty series draws nothing.
+            cwnd.push(Series {
+                label: t.name.clone(),
+                points: Vec::new(),
+                marks: Vec::new(),
+            });
+        } else {
+            cwnd.push(Series {
+                label: t.name.clone(),
+                points: t
+                    .samples
+                    .iter()
+                    .filter_map(|s| s.cwnd_bytes.map(|c| (s.t_s, c as f64)))
+                    .collect(),
+                marks: t
+                    .exit
+                    .map(|e| {
+                        let why = e.reason.map_or("slow-start exit", |r| r.as_str());
+                        vec![(
+                            e.t_s,
+                            e.cwnd_bytes as f64,
+                            format!(
+                                "{}: {why} at {:.3} s, cwnd {}",
+                                t.name,
+                                e.t_s,
+                                human_bytes(e.cwnd_bytes as f64)
+                            ),
+                        )]
+                    })
+                    .unwrap_or_default(),
+            });
+        }
         rtt.push(Series {
             label: t.name.clone(),
             points: t
                 .samples
                 .iter()
+                // From the origin on: the handshake's samples still carry the initial RTT.
+                .filter(|s| s.t_s >= 0.0)
                 .filter_map(|s| s.srtt_ms.map(|r| (s.t_s, r)))
                 .collect(),
             marks: Vec::new(),
@@ -252,23 +369,67 @@ pub fn charts(traces: &[Trace], metrics: &[Metrics]) -> [Chart; 3] {
             x_desc: "time (s)".into(),
             y_desc: "Mbit/s".into(),
             log_y: false,
+            y_unit: Unit::Mbps,
             series: thr,
+            hlines: capacity_lines(metrics),
         },
         Chart {
             title: "congestion window".into(),
             x_desc: "time (s)".into(),
-            y_desc: "cwnd (bytes, log scale)".into(),
+            y_desc: "cwnd (log scale)".into(),
             log_y: true,
+            y_unit: Unit::Bytes,
             series: cwnd,
+            hlines: bdp_lines(metrics),
         },
         Chart {
             title: "smoothed RTT".into(),
             x_desc: "time (s)".into(),
             y_desc: "ms".into(),
             log_y: false,
+            y_unit: Unit::Ms,
             series: rtt,
+            hlines: Vec::new(),
         },
     ]
+}
+
+/// Whether a figure is known rather than estimated from the run itself.
+fn known(p: Option<crate::metrics::Provenance>) -> bool {
+    matches!(
+        p,
+        Some(crate::metrics::Provenance::Given | crate::metrics::Provenance::File)
+    )
+}
+
+/// The capacity lines of the goodput chart: one per distinct known capacity.
+fn capacity_lines(ms: &[Metrics]) -> Vec<(f64, String)> {
+    let mut out: Vec<(f64, String)> = Vec::new();
+    for m in ms {
+        if let (Some(c), true) = (m.capacity_mbps, known(m.capacity_from)) {
+            if !out.iter().any(|o| o.0 == c) {
+                out.push((c, format!("capacity {} Mbit/s", human_number(c))));
+            }
+        }
+    }
+    out
+}
+
+/// The BDP lines of the cwnd chart: one per distinct BDP of a known capacity.
+fn bdp_lines(ms: &[Metrics]) -> Vec<(f64, String)> {
+    let mut out: Vec<(f64, String)> = Vec::new();
+    for m in ms {
+        if let (Some(b), true) = (m.bdp_bytes, known(m.capacity_from)) {
+            let b = b as f64;
+            if b > 0.0 && !out.iter().any(|o| o.0 == b) {
+                let rtt = m
+                    .rtt_ms
+                    .map_or(String::new(), |r| format!(" x {} ms", human_number(r)));
+                out.push((b, format!("BDP {}{rtt}", human_bytes(b))));
+            }
+        }
+    }
+    out
 }
 
 /// Writes `throughput`, `cwnd` and `rtt` (SVG + PNG each) of the traces into `dir`.

@@ -1,64 +1,22 @@
-//! The parts of a qlog event the analysis reads, deserialised without building a DOM.
+//! The parts of a qlog event the analysis reads.
 //!
-//! Field names follow draft-ietf-quic-qlog-quic-events (qlog 0.3 as written by the `qlog`
-//! 0.15 crate that quinn-proto 0.11 and quiche use): `transport:packet_sent` /
-//! `packet_received` carry `header.packet_type` and `header.length` (quiche also
-//! `raw.length`), `recovery:metrics_updated` carries only the fields that changed.
-
-use std::borrow::Cow;
+//! Names and fields follow both layouts in use:
+//! - qlog 0.3 (draft-ietf-quic-qlog-main-schema-03..05; the `qlog` crate up to 0.15, quinn,
+//!   quiche up to 0.24, neqo): `transport:packet_sent`, `recovery:metrics_updated`,
+//!   `recovery:packet_lost`, `recovery:congestion_state_updated`;
+//! - the newer drafts (main-schema -10 and later, `file_schema`; the `qlog` crate 0.16+,
+//!   quiche 0.26+): `quic:packet_sent`, `quic:recovery_metrics_updated`, `quic:packet_lost`,
+//!   `quic:congestion_state_updated`;
+//! - picoquic's draft-00 arrays (`[time, category, event, data]`, times in microseconds,
+//!   `cwnd`, `header.packet_size`, stream frames with `id`).
+//!
+//! Only the event name is read for every event; `data` is parsed only for the kinds below,
+//! with [`crate::lenient`] types, so unknown events are skipped without any type check and a
+//! known event with an odd field loses only that field.
 
 use serde::Deserialize;
 
-/// One event (`time` in milliseconds relative to the trace's reference time).
-#[derive(Debug, Deserialize)]
-pub(crate) struct RawEvent<'a> {
-    /// Milliseconds (quinn writes an f32).
-    pub time: f64,
-    /// `category:event` (qlog 0.3 and draft-02 JSON).
-    #[serde(borrow, default)]
-    pub name: Option<Cow<'a, str>>,
-    /// draft-01 style separate event name.
-    #[serde(borrow, default)]
-    pub event: Option<Cow<'a, str>>,
-    /// The event's data.
-    #[serde(borrow, default)]
-    pub data: RawData<'a>,
-}
-
-/// `data` of the events read.
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct RawData<'a> {
-    #[serde(borrow, default)]
-    pub header: Option<RawHeader<'a>>,
-    #[serde(default)]
-    pub raw: Option<RawRaw>,
-    #[serde(default)]
-    pub congestion_window: Option<u64>,
-    #[serde(default)]
-    pub ssthresh: Option<u64>,
-    #[serde(default)]
-    pub bytes_in_flight: Option<u64>,
-    #[serde(default)]
-    pub smoothed_rtt: Option<f64>,
-    #[serde(default)]
-    pub min_rtt: Option<f64>,
-}
-
-/// `data.header` of packet events.
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct RawHeader<'a> {
-    #[serde(borrow, default)]
-    pub packet_type: Option<Cow<'a, str>>,
-    #[serde(default)]
-    pub length: Option<u64>,
-}
-
-/// `data.raw` of packet events (quiche).
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct RawRaw {
-    #[serde(default)]
-    pub length: Option<u64>,
-}
+use crate::lenient::{List, Num, Obj, Text};
 
 /// The event kinds the analysis uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,40 +25,273 @@ pub(crate) enum Kind {
     PacketReceived,
     PacketLost,
     MetricsUpdated,
+    CongestionState,
     Other,
 }
 
-impl RawEvent<'_> {
-    /// The kind, from the part of the name after the category.
-    pub fn kind(&self) -> Kind {
-        let name = self.name.as_deref().or(self.event.as_deref()).unwrap_or("");
+impl Kind {
+    /// The kind of an event name (`category:event`, `category`/`event` joined, any case).
+    pub fn of(name: &str) -> Kind {
         let short = name.rsplit(':').next().unwrap_or(name);
-        match short {
+        let short = short.rsplit('.').next().unwrap_or(short);
+        match short.to_ascii_lowercase().as_str() {
             "packet_sent" => Kind::PacketSent,
             "packet_received" => Kind::PacketReceived,
             "packet_lost" => Kind::PacketLost,
-            "metrics_updated" => Kind::MetricsUpdated,
+            "metrics_updated" | "recovery_metrics_updated" => Kind::MetricsUpdated,
+            "congestion_state_updated" => Kind::CongestionState,
             _ => Kind::Other,
         }
+    }
+}
+
+/// `data.header` of packet events.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Header {
+    pub packet_type: Text,
+    pub packet_number: Num,
+    /// qlog 0.3 packet length (quinn).
+    pub length: Num,
+    /// picoquic.
+    pub packet_size: Num,
+    pub dcid: Text,
+}
+
+/// `data.raw` of packet events.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Raw {
+    pub length: Num,
+    /// Newer layout: a STREAM frame's data length.
+    pub payload_length: Num,
+}
+
+/// One frame of a packet event.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Frame {
+    pub frame_type: Text,
+    pub stream_id: Num,
+    /// picoquic's name for the stream id.
+    pub id: Num,
+    pub offset: Num,
+    pub length: Num,
+    /// Ranges `[first, last]` (or `[n]`) of acknowledged packet numbers.
+    pub acked_ranges: List<List<Num>>,
+    /// ECN-CE count of an ACK_ECN frame.
+    pub ce: Num,
+    /// Newer layout: `raw.payload_length` is a STREAM frame's length.
+    pub raw: Obj<Raw>,
+}
+
+impl Frame {
+    /// `(stream id, offset, length)` of a STREAM frame.
+    pub fn stream(&self) -> Option<(u64, u64, u64)> {
+        let ty = self.frame_type.as_deref()?;
+        if !ty.eq_ignore_ascii_case("stream") {
+            return None;
+        }
+        let id = self.stream_id.u64().or(self.id.u64())?;
+        let len = self
+            .length
+            .u64()
+            .or_else(|| self.raw.0.as_ref().and_then(|r| r.payload_length.u64()))?;
+        Some((id, self.offset.u64().unwrap_or(0), len))
+    }
+
+    /// True for ACK frames (ACK_ECN, and picoquic's multipath `path_ack`).
+    pub fn is_ack(&self) -> bool {
+        self.frame_type.as_deref().is_some_and(|t| {
+            matches!(
+                t.to_ascii_lowercase().as_str(),
+                "ack" | "ack_ecn" | "path_ack"
+            )
+        })
+    }
+
+    /// The acknowledged packet-number ranges, inclusive.
+    pub fn ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.acked_ranges.0.iter().filter_map(|r| {
+            let a = r.0.first()?.u64()?;
+            let b = r.0.get(1).and_then(|n| n.u64()).unwrap_or(a);
+            Some((a.min(b), a.max(b)))
+        })
+    }
+}
+
+/// `data` of packet_sent / packet_received / packet_lost.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct PacketData {
+    pub header: Obj<Header>,
+    pub raw: Obj<Raw>,
+    /// picoquic (and draft-01) put the type beside the header.
+    pub packet_type: Text,
+    pub frames: Option<List<Obj<Frame>>>,
+}
+
+impl PacketData {
+    fn header(&self) -> Option<&Header> {
+        self.header.0.as_ref()
+    }
+
+    /// The packet type as written.
+    pub fn packet_type(&self) -> Option<&str> {
+        self.header()
+            .and_then(|h| h.packet_type.as_deref())
+            .or(self.packet_type.as_deref())
     }
 
     /// True for a 1-RTT (application data) packet.
     pub fn is_one_rtt(&self) -> bool {
-        matches!(
-            self.data
-                .header
-                .as_ref()
-                .and_then(|h| h.packet_type.as_deref()),
-            Some("1RTT" | "1rtt" | "onertt" | "one_rtt")
-        )
+        self.packet_type().is_some_and(|t| {
+            matches!(
+                t.to_ascii_lowercase().as_str(),
+                "1rtt" | "onertt" | "one_rtt" | "1-rtt"
+            )
+        })
+    }
+
+    /// True for a 0-RTT packet (application data too).
+    pub fn is_zero_rtt(&self) -> bool {
+        self.packet_type()
+            .is_some_and(|t| t.eq_ignore_ascii_case("0rtt") || t.eq_ignore_ascii_case("zerortt"))
     }
 
     /// Packet length in bytes, when logged.
     pub fn length(&self) -> Option<u64> {
-        self.data
-            .header
+        let h = self.header();
+        self.raw
+            .0
             .as_ref()
-            .and_then(|h| h.length)
-            .or_else(|| self.data.raw.as_ref().and_then(|r| r.length))
+            .and_then(|r| r.length.u64())
+            .or(h.and_then(|h| h.length.u64()))
+            .or(h.and_then(|h| h.packet_size.u64()))
+    }
+
+    /// Packet number, when logged.
+    pub fn packet_number(&self) -> Option<u64> {
+        self.header().and_then(|h| h.packet_number.u64())
+    }
+
+    /// Destination connection id length in bytes, when logged (hex text).
+    pub fn dcid_len(&self) -> Option<u64> {
+        self.header()
+            .and_then(|h| h.dcid.as_deref())
+            .map(|d| d.len() as u64 / 2)
+    }
+}
+
+/// `data` of metrics_updated / recovery_metrics_updated.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct MetricsData {
+    pub congestion_window: Num,
+    /// picoquic.
+    pub cwnd: Num,
+    pub ssthresh: Num,
+    pub bytes_in_flight: Num,
+    pub smoothed_rtt: Num,
+    pub min_rtt: Num,
+    pub latest_rtt: Num,
+}
+
+/// `data` of congestion_state_updated.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct StateData {
+    pub new: Text,
+    pub new_state: Text,
+}
+
+impl StateData {
+    /// The new state, lower case.
+    pub fn new_state(&self) -> Option<String> {
+        self.new
+            .as_deref()
+            .or(self.new_state.as_deref())
+            .map(str::to_ascii_lowercase)
+    }
+}
+
+/// What a congestion state name means for slow start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StateClass {
+    /// Slow start / BBR startup.
+    SlowStart,
+    /// Loss or congestion recovery: a congestion signal.
+    Recovery,
+    /// Congestion avoidance or any named post-slow-start phase (BBR drain, probe_bw ...).
+    Avoidance,
+    /// Application limited, or a state the analysis does not know (picoquic's numbers).
+    Unknown,
+}
+
+/// The class of a state name (RFC 9002 appendix B names, quiche's, neqo's, BBR's).
+pub(crate) fn classify_state(s: &str) -> StateClass {
+    let s = s.replace(['-', ' '], "_");
+    match s.as_str() {
+        "slow_start" | "slowstart" | "startup" => StateClass::SlowStart,
+        "recovery" | "fast_recovery" | "loss_recovery" | "persistent_congestion" => {
+            StateClass::Recovery
+        }
+        "congestion_avoidance"
+        | "drain"
+        | "probe_bw"
+        | "probe_rtt"
+        | "conservative_slow_start"
+        | "css"
+        | "probe_bw_down"
+        | "probe_bw_cruise"
+        | "probe_bw_refill"
+        | "probe_bw_up" => StateClass::Avoidance,
+        _ => StateClass::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_of_both_layouts() {
+        assert_eq!(Kind::of("transport:packet_sent"), Kind::PacketSent);
+        assert_eq!(Kind::of("quic:packet_sent"), Kind::PacketSent);
+        assert_eq!(
+            Kind::of("quic:recovery_metrics_updated"),
+            Kind::MetricsUpdated
+        );
+        assert_eq!(Kind::of("recovery:metrics_updated"), Kind::MetricsUpdated);
+        assert_eq!(Kind::of("RECOVERY:PACKET_LOST"), Kind::PacketLost);
+        assert_eq!(
+            Kind::of("quic:congestion_state_updated"),
+            Kind::CongestionState
+        );
+        assert_eq!(Kind::of("quic:stream_data_moved"), Kind::Other);
+    }
+
+    #[test]
+    fn picoquic_packet_fields() {
+        let d: PacketData = serde_json::from_str(
+            r#"{"packet_type": "1RTT", "header": {"packet_size": 1424, "packet_number": 7},
+                "frames": [{"frame_type": "stream", "id": 4, "offset": 100, "length": 1380,
+                "fin": false}, {"frame_type": "ack", "ack_delay": 0,
+                "acked_ranges": [[0, 5], [9]]}]}"#,
+        )
+        .expect("data");
+        assert!(d.is_one_rtt());
+        assert_eq!(d.length(), Some(1424));
+        assert_eq!(d.packet_number(), Some(7));
+        let f: Vec<Frame> = d
+            .frames
+            .expect("frames")
+            .0
+            .into_iter()
+            .filter_map(|f| f.0)
+            .collect();
+        assert_eq!(f[0].stream(), Some((4, 100, 1380)));
+        assert!(f[1].is_ack());
+        assert_eq!(f[1].ranges().collect::<Vec<_>>(), vec![(0, 5), (9, 9)]);
     }
 }

@@ -19,9 +19,11 @@ use serde::Deserialize;
 
 use crate::accumulate::Accumulator;
 use crate::error::{AnalyzeError, Result};
-use crate::qlog_event::RawEvent;
+use crate::lenient::{Num, Text};
 use crate::sidecar;
+use crate::sink::{EventSink, TraceMeta};
 use crate::trace::{Format, Skipped, Trace};
+use serde_json::value::RawValue;
 
 const RS: u8 = 0x1E;
 const BUF: usize = 1 << 20;
@@ -64,7 +66,7 @@ pub fn read_file(path: &Path) -> Result<Vec<Trace>> {
         }
     };
     let mut traces = match first {
-        RS => vec![read_seq(path, r, RS)?],
+        RS => read_seq(path, r, RS)?,
         b'{' => read_brace(path, r)?,
         other => {
             let head: Vec<u8> = r
@@ -107,8 +109,12 @@ fn read_brace(path: &Path, mut r: BufReader<File>) -> Result<Vec<Trace>> {
             Ok(vec![crate::report_read::read_report(path, reopen()?)?])
         }
         Ok(obj) if obj.contains_key("traces") => read_json(path, reopen()?),
-        Ok(obj) if obj.contains_key("qlog_version") || obj.contains_key("qlog_format") => {
-            Ok(vec![read_seq(path, reopen()?, b'\n')?])
+        Ok(obj)
+            if obj.contains_key("qlog_version")
+                || obj.contains_key("qlog_format")
+                || obj.contains_key("file_schema") =>
+        {
+            read_seq(path, reopen()?, b'\n')
         }
         Ok(obj) => Err(AnalyzeError::UnknownFormat {
             path: path.to_path_buf(),
@@ -122,22 +128,58 @@ fn read_brace(path: &Path, mut r: BufReader<File>) -> Result<Vec<Trace>> {
     }
 }
 
-/// The JSON-SEQ header record.
+/// One JSON-SEQ record: an event (with `time`) or a header (`qlog_version` /
+/// `file_schema`, with the `trace` it opens).
 #[derive(Deserialize)]
-struct SeqHeader {
+struct SeqRecord<'a> {
     #[serde(default)]
-    qlog_version: Option<String>,
+    time: Option<Num>,
     #[serde(default)]
-    qlog_format: Option<String>,
+    name: Text,
+    #[serde(default)]
+    category: Text,
+    #[serde(default)]
+    event: Text,
+    #[serde(borrow, default)]
+    data: Option<&'a RawValue>,
+    #[serde(default)]
+    qlog_version: Option<IgnoredAny>,
+    #[serde(default)]
+    qlog_format: Option<IgnoredAny>,
+    #[serde(default)]
+    file_schema: Option<IgnoredAny>,
+    #[serde(default)]
+    trace: Option<serde_json::Value>,
+}
+
+impl SeqRecord<'_> {
+    fn is_header(&self) -> bool {
+        self.time.is_none()
+            && (self.qlog_version.is_some()
+                || self.qlog_format.is_some()
+                || self.file_schema.is_some())
+    }
+}
+
+/// The `category:event` name of an event, from `name` or draft-01's two fields.
+pub(crate) fn event_name(name: &Text, category: &Text, event: &Text) -> String {
+    match (name.as_deref(), category.as_deref(), event.as_deref()) {
+        (Some(n), _, _) => n.to_owned(),
+        (None, Some(c), Some(e)) => format!("{c}:{e}"),
+        (None, None, Some(e)) => e.to_owned(),
+        _ => String::new(),
+    }
 }
 
 /// Reads a JSON-SEQ stream whose records end at `sep` (RS, or newline for RS-less files).
-pub fn read_seq<R: BufRead>(path: &Path, mut r: R, sep: u8) -> Result<Trace> {
-    let mut acc = Accumulator::new(label(path), Format::QlogSeq);
+/// A header record after events starts a new trace (concatenated files).
+pub fn read_seq<R: BufRead>(path: &Path, mut r: R, sep: u8) -> Result<Vec<Trace>> {
+    let mut done: Vec<Trace> = Vec::new();
+    let mut sink: Option<EventSink> = None;
     let mut buf = Vec::with_capacity(4096);
     let mut record: u64 = 0;
-    let mut header_seen = false;
     let mut pending: Option<(u64, String)> = None;
+    let mut untimed = 0u64;
     loop {
         buf.clear();
         let n = r.read_until(sep, &mut buf).map_err(io(path))?;
@@ -156,23 +198,43 @@ pub fn read_seq<R: BufRead>(path: &Path, mut r: R, sep: u8) -> Result<Trace> {
                 message,
             });
         }
-        if !header_seen {
-            match serde_json::from_slice::<SeqHeader>(body) {
-                Ok(h) if h.qlog_version.is_some() || h.qlog_format.is_some() => {
-                    header_seen = true;
-                    continue;
-                }
-                Ok(_) | Err(_) => {
-                    return Err(AnalyzeError::UnknownFormat {
-                        path: path.to_path_buf(),
-                        found: "the first JSON-SEQ record has no `qlog_version`".into(),
-                    })
-                }
+        let rec = match serde_json::from_slice::<SeqRecord<'_>>(body) {
+            Ok(rec) => rec,
+            Err(e) if sink.is_none() => {
+                return Err(AnalyzeError::UnknownFormat {
+                    path: path.to_path_buf(),
+                    found: format!("the first JSON-SEQ record is not a qlog header: {e}"),
+                })
             }
+            Err(e) => {
+                pending = Some((record, e.to_string()));
+                continue;
+            }
+        };
+        if rec.is_header() {
+            if let Some(s) = sink.take() {
+                done.push(s.finish(Vec::new()));
+            }
+            let mut s = EventSink::new(Accumulator::new(label(path), Format::QlogSeq));
+            if let Some(t) = &rec.trace {
+                s.meta = TraceMeta::of(t);
+            }
+            s.acc.vantage = s.meta.vantage.clone();
+            sink = Some(s);
+            continue;
         }
-        match serde_json::from_slice::<RawEvent<'_>>(body) {
-            Ok(ev) => acc.feed(&ev),
-            Err(e) => pending = Some((record, e.to_string())),
+        let Some(s) = sink.as_mut() else {
+            return Err(AnalyzeError::UnknownFormat {
+                path: path.to_path_buf(),
+                found: "the first JSON-SEQ record has no `qlog_version` / `file_schema`".into(),
+            });
+        };
+        match rec.time.and_then(|t| t.0) {
+            Some(time) => {
+                let name = event_name(&rec.name, &rec.category, &rec.event);
+                s.feed(time, &name, rec.data.map(RawValue::get));
+            }
+            None => untimed += 1,
         }
     }
     let mut skipped = Vec::new();
@@ -182,13 +244,30 @@ pub fn read_seq<R: BufRead>(path: &Path, mut r: R, sep: u8) -> Result<Trace> {
             reason: format!("last record ({at}) cut short: {message}"),
         });
     }
-    if !header_seen {
+    if untimed > 0 {
+        skipped.push(Skipped {
+            count: untimed,
+            reason: "record with neither `time` nor a qlog header".into(),
+        });
+    }
+    let Some(last) = sink else {
         return Err(AnalyzeError::UnknownFormat {
             path: path.to_path_buf(),
             found: "no qlog header record".into(),
         });
+    };
+    done.push(last.finish(skipped));
+    number_traces(&mut done);
+    Ok(done)
+}
+
+/// `file#0`, `file#1` ... when a file holds several traces.
+fn number_traces(traces: &mut [Trace]) {
+    if traces.len() > 1 {
+        for (i, t) in traces.iter_mut().enumerate() {
+            t.name = format!("{}#{i}", t.name);
+        }
     }
-    Ok(acc.finish(skipped))
 }
 
 fn trim(buf: &[u8], sep: u8) -> &[u8] {
@@ -215,23 +294,27 @@ struct JsonSink {
     path: PathBuf,
     version: Option<String>,
     done: Vec<Trace>,
-    current: Option<Accumulator>,
+    current: Option<EventSink>,
 }
 
 impl JsonSink {
     fn start(&mut self) {
         let n = self.done.len();
         let name = format!("{}#{n}", label(&self.path));
-        self.current = Some(Accumulator::new(name, Format::QlogJson));
+        self.current = Some(EventSink::new(Accumulator::new(name, Format::QlogJson)));
     }
     fn end(&mut self, skipped: Vec<Skipped>) {
-        if let Some(acc) = self.current.take() {
-            self.done.push(acc.finish(skipped));
+        if let Some(s) = self.current.take() {
+            self.done.push(s.finish(skipped));
         }
+    }
+    fn events(&self) -> u64 {
+        self.done.iter().map(|t| t.records).sum::<u64>()
+            + self.current.as_ref().map_or(0, |s| s.acc.records())
     }
 }
 
-/// Reads a qlog JSON document, one event at a time.
+/// Reads a qlog JSON document (or several concatenated), one event at a time.
 pub fn read_json<R: Read>(path: &Path, r: R) -> Result<Vec<Trace>> {
     let mut sink = JsonSink {
         path: path.to_path_buf(),
@@ -240,40 +323,46 @@ pub fn read_json<R: Read>(path: &Path, r: R) -> Result<Vec<Trace>> {
         current: None,
     };
     let mut de = serde_json::Deserializer::from_reader(r);
-    let outcome = DocSeed(&mut sink).deserialize(&mut de);
-    let events: u64 = sink.done.iter().map(|t| t.records).sum::<u64>()
-        + sink.current.as_ref().map_or(0, |a| a.records());
-    match outcome {
-        Ok(()) => {}
-        Err(e) if e.is_eof() && sink.version.is_some() => {
-            sink.end(vec![Skipped {
-                count: 1,
-                reason: format!(
-                    "document cut short at line {} column {} after {events} events: the rest \
-                     of the file is missing",
-                    e.line(),
-                    e.column()
-                ),
-            }]);
+    // Bounded: each round consumes one whole document or stops.
+    loop {
+        let outcome = DocSeed(&mut sink).deserialize(&mut de);
+        let events = sink.events();
+        match outcome {
+            Ok(()) => {}
+            Err(e) if e.is_eof() && sink.version.is_some() => {
+                sink.end(vec![Skipped {
+                    count: 1,
+                    reason: format!(
+                        "document cut short at line {} column {} after {events} events: the \
+                         rest of the file is missing",
+                        e.line(),
+                        e.column()
+                    ),
+                }]);
+                break;
+            }
+            Err(e) if sink.version.is_none() || events == 0 => {
+                return Err(AnalyzeError::UnknownFormat {
+                    path: path.to_path_buf(),
+                    found: format!("parsing as qlog JSON failed: {e}"),
+                })
+            }
+            Err(e) => {
+                return Err(AnalyzeError::BadRecord {
+                    path: path.to_path_buf(),
+                    record: events + 1,
+                    message: e.to_string(),
+                })
+            }
         }
-        Err(e) if sink.version.is_none() || events == 0 => {
-            return Err(AnalyzeError::UnknownFormat {
-                path: path.to_path_buf(),
-                found: format!("parsing as qlog JSON failed: {e}"),
-            })
-        }
-        Err(e) => {
-            return Err(AnalyzeError::BadRecord {
-                path: path.to_path_buf(),
-                record: events + 1,
-                message: e.to_string(),
-            })
+        if de.end().is_ok() {
+            break;
         }
     }
     if sink.version.is_none() {
         return Err(AnalyzeError::UnknownFormat {
             path: path.to_path_buf(),
-            found: "a JSON object without `qlog_version`".into(),
+            found: "a JSON object without `qlog_version` / `file_schema`".into(),
         });
     }
     if sink.done.is_empty() {
@@ -281,6 +370,9 @@ pub fn read_json<R: Read>(path: &Path, r: R) -> Result<Vec<Trace>> {
             path: path.to_path_buf(),
             message: "the qlog has no traces".into(),
         });
+    }
+    if sink.done.len() == 1 {
+        sink.done[0].name = label(path);
     }
     Ok(sink.done)
 }
@@ -302,11 +394,13 @@ impl<'de> Visitor<'de> for DocSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
             match key.as_ref() {
-                "qlog_version" => self.0.version = Some(map.next_value::<String>()?),
-                "traces" if self.0.version.is_some() => map.next_value_seed(TracesSeed(self.0))?,
+                "qlog_version" | "file_schema" => {
+                    let v = map.next_value::<serde_json::Value>()?;
+                    self.0.version = Some(v.as_str().unwrap_or_default().to_owned());
+                }
                 "traces" => {
-                    // qlog_version may come after the traces; accept both orders.
-                    self.0.version = Some(String::new());
+                    // The version may come after the traces; accept both orders.
+                    self.0.version.get_or_insert_with(String::new);
                     map.next_value_seed(TracesSeed(self.0))?
                 }
                 _ => {
@@ -355,10 +449,18 @@ impl<'de> Visitor<'de> for TraceSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
         self.0.start();
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            if key == "events" {
-                map.next_value_seed(EventsSeed(self.0))?;
-            } else {
-                map.next_value::<IgnoredAny>()?;
+            match key.as_ref() {
+                "events" => map.next_value_seed(EventsSeed(self.0))?,
+                k @ ("vantage_point" | "configuration" | "common_fields" | "event_fields") => {
+                    let v = map.next_value::<serde_json::Value>()?;
+                    if let Some(s) = self.0.current.as_mut() {
+                        s.meta.absorb(k, &v);
+                        s.acc.vantage = s.meta.vantage.clone();
+                    }
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
             }
         }
         self.0.end(Vec::new());
@@ -381,11 +483,93 @@ impl<'de> Visitor<'de> for EventsSeed<'_> {
         f.write_str("an array of qlog events (objects with `time`, `name`, `data`)")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
-        while let Some(ev) = seq.next_element::<RawEvent<'_>>()? {
-            if let Some(acc) = self.0.current.as_mut() {
-                acc.feed(&ev);
+        while let Some(ev) = seq.next_element::<AnyEvent>()? {
+            let Some(s) = self.0.current.as_mut() else {
+                continue;
+            };
+            match ev {
+                AnyEvent::Object(o) => match o.time.and_then(|t| t.0) {
+                    Some(t) => {
+                        let name = event_name(&o.name, &o.category, &o.event);
+                        s.feed(t, &name, o.data.as_deref().map(RawValue::get));
+                    }
+                    None => s.acc.records += 1,
+                },
+                AnyEvent::Array(items) => s.feed_array(&items),
+                AnyEvent::Other => s.acc.records += 1,
             }
         }
         Ok(())
+    }
+}
+
+/// An event object of a qlog JSON document.
+#[derive(Deserialize)]
+struct EventObject {
+    #[serde(default, alias = "relative_time")]
+    time: Option<Num>,
+    #[serde(default)]
+    name: Text,
+    #[serde(default)]
+    category: Text,
+    #[serde(default)]
+    event: Text,
+    #[serde(default)]
+    data: Option<Box<RawValue>>,
+}
+
+/// An event: an object (qlog 0.3 and later) or an array (draft-00/01, picoquic).
+enum AnyEvent {
+    Object(EventObject),
+    Array(Vec<Box<RawValue>>),
+    Other,
+}
+
+impl<'de> Deserialize<'de> for AnyEvent {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = AnyEvent;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a qlog event")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> std::result::Result<AnyEvent, A::Error> {
+                let o =
+                    EventObject::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(AnyEvent::Object(o))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<AnyEvent, A::Error> {
+                let mut items = Vec::new();
+                while let Some(v) = seq.next_element::<Box<RawValue>>()? {
+                    items.push(v);
+                }
+                Ok(AnyEvent::Array(items))
+            }
+            fn visit_str<E: serde::de::Error>(self, _: &str) -> std::result::Result<AnyEvent, E> {
+                Ok(AnyEvent::Other)
+            }
+            fn visit_u64<E: serde::de::Error>(self, _: u64) -> std::result::Result<AnyEvent, E> {
+                Ok(AnyEvent::Other)
+            }
+            fn visit_i64<E: serde::de::Error>(self, _: i64) -> std::result::Result<AnyEvent, E> {
+                Ok(AnyEvent::Other)
+            }
+            fn visit_f64<E: serde::de::Error>(self, _: f64) -> std::result::Result<AnyEvent, E> {
+                Ok(AnyEvent::Other)
+            }
+            fn visit_bool<E: serde::de::Error>(self, _: bool) -> std::result::Result<AnyEvent, E> {
+                Ok(AnyEvent::Other)
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> std::result::Result<AnyEvent, E> {
+                Ok(AnyEvent::Other)
+            }
+        }
+        d.deserialize_any(V)
     }
 }

@@ -8,7 +8,9 @@ use hare_cc::{CcEvent, ExitReason};
 use hare_report::{jsonl, EventKind};
 
 use crate::error::Result;
-use crate::trace::{Chunk, Exit, ExitSource, Format, Reduction, Sample, Skipped, Trace, TraceRole};
+use crate::trace::{
+    Chunk, Exit, ExitSource, Format, PayloadSource, Reduction, Sample, Skipped, Trace, TraceRole,
+};
 
 /// Reads one report.
 pub fn read_report<R: BufRead>(path: &Path, r: R) -> Result<Trace> {
@@ -130,6 +132,14 @@ pub fn read_report<R: BufRead>(path: &Path, r: R) -> Result<Trace> {
         samples,
         delivered,
         losses,
+        losses_logged: true,
+        retransmitted_bytes: None,
+        stream_bytes_sent: None,
+        payload_source: PayloadSource::Report,
+        delivery_start_s: None,
+        delivery_end_s: None,
+        notes: Vec::new(),
+        vantage: None,
         reductions,
         exit: cc_exit.or(observed_exit).or(summary_exit),
         in_flight_at_end_bytes: None,

@@ -25,7 +25,8 @@ pub fn sidecar_path(qlog: &Path) -> PathBuf {
 }
 
 /// If the sidecar exists, take the slow-start exit from its first `slow-start-exit` line.
-/// A cut last line is counted in `trace.skipped`.
+/// A sidecar never fails the analysis of its qlog: an empty one adds nothing, and lines it
+/// cannot read (a cut last line, an event of a newer hare) are counted in `trace.skipped`.
 pub fn apply(qlog: &Path, trace: &mut Trace) -> Result<()> {
     let path = sidecar_path(qlog);
     let Ok(file) = File::open(&path) else {
@@ -39,6 +40,8 @@ pub fn apply(qlog: &Path, trace: &mut Trace) -> Result<()> {
             error,
         })?;
     let last = lines.iter().rposition(|l| !l.trim().is_empty());
+    let mut unread = 0u64;
+    let mut first_unread = None;
     for (i, l) in lines.iter().enumerate() {
         if l.trim().is_empty() {
             continue;
@@ -53,11 +56,9 @@ pub fn apply(qlog: &Path, trace: &mut Trace) -> Result<()> {
                 break;
             }
             Err(e) => {
-                return Err(AnalyzeError::BadRecord {
-                    path,
-                    record: i as u64 + 1,
-                    message: e.to_string(),
-                })
+                unread += 1;
+                first_unread.get_or_insert((i + 1, e.to_string()));
+                continue;
             }
         };
         if let CcEvent::SlowStartExit { cwnd, reason, .. } = line.event {
@@ -71,6 +72,15 @@ pub fn apply(qlog: &Path, trace: &mut Trace) -> Result<()> {
             });
             break;
         }
+    }
+    if let Some((line, e)) = first_unread {
+        trace.skipped.push(Skipped {
+            count: unread,
+            reason: format!(
+                "{}: line(s) not understood, first at line {line}: {e}",
+                path.display()
+            ),
+        });
     }
     Ok(())
 }

@@ -39,14 +39,32 @@ pub fn rows(ms: &[Metrics]) -> Vec<Row> {
         })
     };
     let frac = ms.first().map_or(0.9, |m| m.fraction) * 100.0;
+    add("role".into(), &|m| (role_text(m), None));
     add("duration s".into(), &|m| num(Some(m.duration_s), 3));
     add("payload MB (2^20)".into(), &|m| {
-        num(Some(m.bytes as f64 / hare_report::MIB), 2)
+        payload(m, Some(m.bytes as f64 / hare_report::MIB))
     });
-    add("goodput Mbit/s".into(), &|m| num(Some(m.goodput_mbps), 2));
+    add("payload from".into(), &|m| (payload_text(m).into(), None));
+    add(
+        "stream MB sent (2^20, once each)".into(),
+        &|m| match m.stream_bytes_sent {
+            Some(b) => num(Some(b as f64 / hare_report::MIB), 2),
+            None => ("not logged".into(), None),
+        },
+    );
+    add("goodput Mbit/s".into(), &|m| {
+        payload(m, Some(m.goodput_mbps))
+    });
+    add(
+        "retransmitted MB (2^20)".into(),
+        &|m| match m.retransmitted_bytes {
+            Some(b) => num(Some(b as f64 / hare_report::MIB), 2),
+            None => ("not logged".into(), None),
+        },
+    );
     for (i, h) in crate::metrics::HORIZONS_S.iter().enumerate() {
         add(format!("goodput first {h} s Mbit/s"), &move |m| {
-            num(m.goodput_over.get(i).and_then(|g| g.1), 2)
+            payload(m, m.goodput_over.get(i).and_then(|g| g.1))
         });
     }
     add("capacity Mbit/s".into(), &|m| {
@@ -63,6 +81,9 @@ pub fn rows(ms: &[Metrics]) -> Vec<Row> {
     add("slow-start exit s".into(), &|m| {
         num(m.exit.map(|e| e.t_s), 6)
     });
+    add("exit on the file's clock ms".into(), &|m| {
+        num(m.exit.map(|e| (e.t_s + m.origin_s) * 1000.0), 3)
+    });
     add("exit cwnd segments".into(), &|m| {
         num(m.exit.and_then(|e| e.cwnd_segments).map(f64::from), 0)
     });
@@ -77,9 +98,12 @@ pub fn rows(ms: &[Metrics]) -> Vec<Row> {
                 crate::trace::ExitSource::Observed => "observed",
                 crate::trace::ExitSource::SsthreshFinite => "ssthresh set",
                 crate::trace::ExitSource::FirstLoss => "first loss",
+                crate::trace::ExitSource::CongestionSignal => "first congestion signal",
+                crate::trace::ExitSource::StateChange => "state change",
             };
             (format!("{r} ({src})"), None)
         }
+        None if m.role == Some(crate::trace::TraceRole::Receiver) => ("- (receiver)".into(), None),
         None => ("still in slow start".into(), None),
     });
     add("overshoot (exit cwnd / BDP)".into(), &|m| {
@@ -88,9 +112,9 @@ pub fn rows(ms: &[Metrics]) -> Vec<Row> {
     add(format!("time to {frac:.0}% capacity s"), &|m| {
         num(m.time_to_fraction_s, 3)
     });
-    add("lost packets".into(), &|m| num(Some(m.losses as f64), 0));
+    add("lost packets".into(), &|m| logged(m.losses));
     add("lost in slow start".into(), &|m| {
-        num(Some(m.losses_in_slow_start as f64), 0)
+        logged(m.losses_in_slow_start)
     });
     add("loss episodes".into(), &|m| {
         num(Some(m.episodes.len() as f64), 0)
@@ -112,6 +136,45 @@ pub fn rows(ms: &[Metrics]) -> Vec<Row> {
         )
     });
     rows
+}
+
+/// A payload figure, or "not logged" when the trace tells no payload (a quinn receiver).
+fn payload(m: &Metrics, v: Option<f64>) -> (String, Option<f64>) {
+    if m.payload_source == crate::trace::PayloadSource::Unknown {
+        ("not logged".into(), None)
+    } else {
+        num(v, 2)
+    }
+}
+
+/// A count, or "not logged" when the producer does not log it.
+fn logged(v: Option<u64>) -> (String, Option<f64>) {
+    match v {
+        Some(n) => num(Some(n as f64), 0),
+        None => ("not logged".into(), None),
+    }
+}
+
+fn role_text(m: &Metrics) -> String {
+    let role = match m.role {
+        Some(crate::trace::TraceRole::Sender) => "sender",
+        Some(crate::trace::TraceRole::Receiver) => "receiver",
+        None => "unknown",
+    };
+    match m.vantage.as_deref() {
+        Some(v) if v != "unknown" => format!("{role} ({v})"),
+        _ => role.to_string(),
+    }
+}
+
+fn payload_text(m: &Metrics) -> &'static str {
+    match m.payload_source {
+        crate::trace::PayloadSource::Report => "report",
+        crate::trace::PayloadSource::AckedStreamFrames => "acked STREAM frames",
+        crate::trace::PayloadSource::ReceivedStreamFrames => "received STREAM frames",
+        crate::trace::PayloadSource::PacketEstimate => "packet bytes (est.)",
+        crate::trace::PayloadSource::Unknown => "not logged",
+    }
 }
 
 fn mean(it: impl Iterator<Item = f64>) -> Option<f64> {

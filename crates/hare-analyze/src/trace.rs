@@ -65,6 +65,29 @@ pub enum ExitSource {
     SsthreshFinite,
     /// Inferred: the first loss.
     FirstLoss,
+    /// Inferred: the first congestion signal (a packet declared lost, an ECN-CE mark, a
+    /// state change to recovery), with the window before the cut it caused.
+    CongestionSignal,
+    /// Inferred: the controller's logged state left slow start (congestion avoidance, BBR
+    /// drain / probe_bw) without a congestion signal.
+    StateChange,
+}
+
+/// Where a trace's delivered payload comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PayloadSource {
+    /// Report intervals.
+    Report,
+    /// Sender: STREAM frame bytes of the packets the peer acknowledged, each byte once.
+    AckedStreamFrames,
+    /// Receiver: STREAM frame bytes received, each byte once.
+    ReceivedStreamFrames,
+    /// Estimated from packet bytes (acknowledged = sent - lost - in flight, or received
+    /// packet lengths) less an estimated per-packet overhead.
+    PacketEstimate,
+    /// Nothing in the trace tells the payload.
+    Unknown,
 }
 
 /// When and at which window slow start ended.
@@ -111,6 +134,8 @@ pub struct Trace {
     pub format: Format,
     /// Sender or receiver, when it could be told.
     pub role: Option<TraceRole>,
+    /// The trace's vantage point type as logged (`client`, `server`, ...).
+    pub vantage: Option<String>,
     /// Segment size in bytes (report MTU, or the largest 1-RTT packet sent).
     pub mss: Option<u64>,
     /// Time of the origin on the file's own clock, seconds (qlog: the first 1-RTT packet
@@ -125,7 +150,24 @@ pub struct Trace {
     pub delivered: Vec<Chunk>,
     /// Times of lost packets, seconds since the origin.
     pub losses: Vec<f64>,
-    /// Window reductions in time order.
+    /// False when the producer does not log lost packets (no `packet_lost` although the
+    /// trace shows retransmissions, recovery or window cuts, or a receiver's trace).
+    pub losses_logged: bool,
+    /// STREAM bytes sent again (retransmissions), when frames are logged.
+    pub retransmitted_bytes: Option<u64>,
+    /// Distinct STREAM bytes sent (each byte once), when frames are logged.
+    pub stream_bytes_sent: Option<u64>,
+    /// Where `delivered` comes from.
+    pub payload_source: PayloadSource,
+    /// Seconds from the origin to the first payload sent (sender) or received (receiver),
+    /// when STREAM frames tell it: the start of the goodput span (else the origin).
+    pub delivery_start_s: Option<f64>,
+    /// Seconds from the origin to the last delivery (qlog), the end of the goodput span.
+    pub delivery_end_s: Option<f64>,
+    /// What the reader noticed and worked around (ignored implausible values ...).
+    pub notes: Vec<String>,
+    /// Starts of loss episodes (loss or ECN signals) in time order, with the window before
+    /// and the lowest window within one RTT after.
     pub reductions: Vec<Reduction>,
     /// The slow-start exit, if slow start ended.
     pub exit: Option<Exit>,

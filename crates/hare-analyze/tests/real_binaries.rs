@@ -12,9 +12,11 @@ use hare_transfer::{send, SendJob, Stop};
 fn sender_qlog_of_a_loopback_transfer() {
     let id = tempfile::tempdir().expect("tempdir");
     let out = tempfile::tempdir().expect("tempdir");
-    let recv = BackgroundReceiver::start(recv_options(id.path().into(), None)).expect("receiver");
     let report = out.path().join("run.jsonl");
     let qdir = out.path().join("qlog");
+    let mut ro = recv_options(id.path().into(), None);
+    ro.qlog = Some(qdir.clone());
+    let recv = BackgroundReceiver::start(ro).expect("receiver");
     let mut o = send_options(
         recv.addr,
         recv.trust(),
@@ -39,7 +41,10 @@ fn sender_qlog_of_a_loopback_transfer() {
     let qlog = std::fs::read_dir(&qdir)
         .expect("qlog dir")
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|x| x == "sqlog"))
+        .find(|p| {
+            p.extension().is_some_and(|x| x == "sqlog")
+                && read_file(p).is_ok_and(|t| t[0].role == Some(TraceRole::Sender))
+        })
         .expect("a sender qlog");
     assert!(hare_analyze::sidecar::sidecar_path(&qlog).exists());
     let t = read_file(&qlog).expect("sender qlog").remove(0);
@@ -76,4 +81,41 @@ fn sender_qlog_of_a_loopback_transfer() {
     // The report reads too.
     let rt = read_file(&report).expect("report").remove(0);
     assert_eq!(rt.delivered_bytes(), 16 << 20);
+
+    // `analyze DIR` and `analyze DIR/*` on hare's own qlog directory: both sides' qlogs and
+    // sidecars (the receiver's may be empty) read without failing, each with its role.
+    let mut all: Vec<std::path::PathBuf> = std::fs::read_dir(&qdir)
+        .expect("qlog dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    all.sort();
+    assert!(
+        all.iter()
+            .filter(|p| p.to_string_lossy().ends_with(".cc.jsonl"))
+            .count()
+            >= 2
+    );
+    for traces in [
+        hare_analyze::cli::load(std::slice::from_ref(&qdir)).expect("analyze DIR"),
+        hare_analyze::cli::load(&all).expect("analyze DIR/*"),
+    ] {
+        assert_eq!(traces.len(), 2);
+        let roles: Vec<_> = traces.iter().map(|t| t.role).collect();
+        assert!(roles.contains(&Some(TraceRole::Sender)), "{roles:?}");
+        assert!(roles.contains(&Some(TraceRole::Receiver)), "{roles:?}");
+        let r = traces
+            .iter()
+            .find(|t| t.role == Some(TraceRole::Receiver))
+            .expect("receiver");
+        let m = compute(r, &Params::default());
+        // quinn logs neither lengths nor frames of received packets: the receiver's payload
+        // is "not logged", never 0; no exit or episodes are inferred from a receiver.
+        assert_eq!(m.payload_source, hare_analyze::PayloadSource::Unknown);
+        assert!(m.exit.is_none());
+        assert!(m.episodes.is_empty());
+        assert!(m.min_rtt_ms.is_none_or(|v| v > 0.0));
+        let table = hare_analyze::table::analysis(&[m], false);
+        assert!(table.contains("not logged"), "{table}");
+        assert!(!table.contains("Some("), "{table}");
+    }
 }

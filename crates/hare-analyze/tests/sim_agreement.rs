@@ -104,8 +104,8 @@ fn check(controller: &str, queue: &str, expect_reason: Option<ExitReason>, exact
         .as_ref()
         .map(|s| s.lost_packets)
         .unwrap_or(0);
-    assert_eq!(mq.losses, rep_lost);
-    assert_eq!(mr.losses, rep_lost);
+    assert_eq!(mq.losses, Some(rep_lost));
+    assert_eq!(mr.losses, Some(rep_lost));
 
     // With the controller's sidecar the exit is the controller's own: identical in every
     // field, whatever ended slow start.

@@ -1,0 +1,146 @@
+//! qlog of Cloudflare quiche, both layouts (0.24: qlog 0.3; 0.30: `file_schema` / `quic:`),
+//! written by `qlog-gen` (crates/hare-analyze/qlog-gen) with its ground truth beside it:
+//! payload and goodput within 1 %, "not logged" losses (quiche writes no `packet_lost`),
+//! the slow-start exit at the first congestion event with the window before the cut.
+
+use std::path::{Path, PathBuf};
+
+use hare_analyze::metrics::{compute, Params};
+use hare_analyze::{read_file, PayloadSource, Trace, TraceRole};
+use serde_json::Value;
+
+/// The fixture sets, one per quiche release (qlog layout).
+const FIXTURES: &[&str] = &["quiche-0.24", "quiche-0.24-download"];
+
+fn fixtures() -> Vec<(PathBuf, Value)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut out = Vec::new();
+    for dir in FIXTURES {
+        let d = root.join(dir);
+        let truth = std::fs::read_dir(&d)
+            .unwrap_or_else(|e| panic!("{}: {e}", d.display()))
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.to_string_lossy().ends_with(".truth.json"))
+            .unwrap_or_else(|| panic!("{}: no truth file", d.display()));
+        let v: Value =
+            serde_json::from_slice(&std::fs::read(&truth).expect("truth")).expect("truth json");
+        out.push((d, v));
+    }
+    out
+}
+
+fn trace(dir: &Path, truth: &Value, key: &str) -> Trace {
+    let name = truth[key].as_str().expect("qlog name");
+    let mut all = read_file(&dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(all.len(), 1, "{name}");
+    let t = all.remove(0);
+    assert!(t.skipped.is_empty(), "{name}: {:?}", t.skipped);
+    t
+}
+
+fn within(got: f64, want: f64, share: f64, what: &str) {
+    assert!(
+        (got - want).abs() <= want.abs() * share,
+        "{what}: {got} vs truth {want}"
+    );
+}
+
+#[test]
+fn quiche_sender_and_receiver_match_the_truth() {
+    let sets = fixtures();
+    assert_eq!(sets.len(), FIXTURES.len());
+    for (dir, truth) in &sets {
+        let label = dir.display().to_string();
+        let payload = truth["payload_bytes_received"].as_f64().expect("payload");
+        assert_eq!(truth["payload_bytes_sent"].as_f64(), Some(payload));
+        let goodput = truth["goodput_mbps"].as_f64().expect("goodput");
+
+        let s = trace(dir, truth, "sender_qlog");
+        assert_eq!(s.role, Some(TraceRole::Sender), "{label}");
+        assert_eq!(s.vantage.as_deref(), truth["sender"].as_str(), "{label}");
+        assert_eq!(
+            s.payload_source,
+            PayloadSource::AckedStreamFrames,
+            "{label}"
+        );
+        let ms = compute(&s, &Params::default());
+        within(
+            ms.bytes as f64,
+            payload,
+            0.01,
+            &format!("{label} sender payload"),
+        );
+        within(
+            ms.goodput_mbps,
+            goodput,
+            0.01,
+            &format!("{label} sender goodput"),
+        );
+        // Retransmitted STREAM bytes are not payload; quiche counts them too.
+        let retrans = truth["sender_stats"]["stream_retransmitted_bytes"]
+            .as_u64()
+            .expect("retrans");
+        assert!(retrans > 0, "{label}: the run had retransmissions");
+        assert_eq!(s.retransmitted_bytes, Some(retrans), "{label}");
+        // quiche logs no packet_lost: the count is "not logged", not 0.
+        assert!(truth["sender_stats"]["lost_packets"].as_u64() > Some(0));
+        assert_eq!(ms.losses, None, "{label}");
+        assert!(!ms.episodes.is_empty(), "{label}");
+
+        // Slow-start exit: the first congestion event, with the window before the cut.
+        let first = &truth["first_congestion"];
+        let e = s.exit.unwrap_or_else(|| panic!("{label}: no exit"));
+        let t_ms = (e.t_s + s.origin_s) * 1000.0;
+        let lo = first["window_ms"][0].as_f64().expect("window");
+        let hi = first["window_ms"][1].as_f64().expect("window");
+        // qlog times are f32 / microsecond-rounded: 0.01 ms of slack around the call.
+        assert!(
+            t_ms >= lo - 0.01 && t_ms <= hi + 0.01,
+            "{label}: exit at {t_ms} ms, the loss was counted in [{lo}, {hi}] ms"
+        );
+        assert_eq!(
+            Some(e.cwnd_bytes),
+            first["cwnd_before_bytes"].as_u64(),
+            "{label}"
+        );
+
+        let r = trace(dir, truth, "receiver_qlog");
+        assert_eq!(r.role, Some(TraceRole::Receiver), "{label}");
+        assert_eq!(
+            r.payload_source,
+            PayloadSource::ReceivedStreamFrames,
+            "{label}"
+        );
+        let mr = compute(&r, &Params::default());
+        within(
+            mr.bytes as f64,
+            payload,
+            0.01,
+            &format!("{label} receiver payload"),
+        );
+        within(
+            mr.goodput_mbps,
+            goodput,
+            0.01,
+            &format!("{label} receiver goodput"),
+        );
+        assert!(mr.exit.is_none() && mr.episodes.is_empty(), "{label}");
+        // quiche logs min_rtt 0 before its first sample: ignored, never the base RTT.
+        assert!(ms.min_rtt_ms.is_some_and(|v| v > 0.0), "{label}");
+    }
+}
+
+/// The analysis table of both stacks' files names no debug text.
+#[test]
+fn quiche_table_is_human() {
+    let mut ms = Vec::new();
+    for (dir, truth) in &fixtures() {
+        for key in ["sender_qlog", "receiver_qlog"] {
+            ms.push(compute(&trace(dir, truth, key), &Params::default()));
+        }
+    }
+    let table = hare_analyze::table::analysis(&ms, false);
+    assert!(!table.contains("Some("), "{table}");
+    assert!(!table.contains("None"), "{table}");
+    assert!(table.contains("not logged"), "{table}");
+}
