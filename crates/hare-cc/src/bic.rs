@@ -11,7 +11,7 @@ use crate::profile::{PreLossKey, Profile, UndoRule};
 pub const BICTCP_B: u32 = 4;
 
 /// One connection's `struct bictcp` (BIC).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bic {
     /// `cnt`: ACKs per +1 cwnd.
     pub cnt: u32,
@@ -41,9 +41,16 @@ impl Default for Bic {
 }
 
 impl Bic {
-    /// `bictcp_reset()` (init and `TCP_CA_Loss`; the caller resets `epoch_start`).
-    pub fn reset(&mut self) {
+    /// `bictcp_reset()` on `TCP_CA_Loss` (the caller resets `epoch_start`). Up to 2.6.39 the
+    /// reset clears `loss_cwnd` too; from the 3.x undo fix (`undo = loss-cwnd`, 4.4's
+    /// `bictcp_reset` has no `loss_cwnd` line, `bictcp_init` clears it) it survives the
+    /// reset, so an undo after an RTO can still restore the window.
+    pub fn reset(&mut self, undo: UndoRule) {
+        let loss_cwnd = self.loss_cwnd;
         *self = Bic::default();
+        if undo == UndoRule::LossCwnd {
+            self.loss_cwnd = loss_cwnd;
+        }
     }
 
     /// `bictcp_acked()`: `delayed_ack += cnt - delayed_ack / 16` (u32, state Open only).
@@ -145,10 +152,12 @@ impl Bic {
         }
     }
 
-    /// `undo_cwnd`: `max(cwnd, last_max_cwnd)` up to 4.x, then `tcp_reno_undo_cwnd`.
+    /// `undo_cwnd` of the era: `max(cwnd, last_max_cwnd)` to 2.6.39, `max(cwnd, loss_cwnd)`
+    /// in 4.4 (`bictcp_undo_cwnd`), `tcp_reno_undo_cwnd` (`max(cwnd, prior_cwnd)`) in 6.x.
     pub fn undo_cwnd(&self, cwnd: u32, prior_cwnd: u32, rule: UndoRule) -> u32 {
         match rule {
-            UndoRule::LastMax | UndoRule::LossCwnd => cwnd.max(self.last_max_cwnd),
+            UndoRule::LastMax => cwnd.max(self.last_max_cwnd),
+            UndoRule::LossCwnd => cwnd.max(self.loss_cwnd),
             UndoRule::PriorCwnd => cwnd.max(prior_cwnd),
         }
     }

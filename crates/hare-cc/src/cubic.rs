@@ -12,8 +12,8 @@ use crate::clock::KernelClock;
 use crate::cuberoot::{cube_root_newton, cube_root_table};
 use crate::delay::DelayState;
 use crate::profile::{
-    ClockKind, CubeRootKind, CubicPreLossCap, DelayedAck, MinCntClamp, PreLossKey, Profile,
-    UndoRule,
+    ClockKind, CubeRootKind, CubicPreLossCap, CubicTime, DelayedAck, MinCntClamp, PreLossKey,
+    Profile, UndoRule,
 };
 
 /// `BICTCP_BETA_SCALE`.
@@ -53,7 +53,7 @@ pub fn cubic_delta(cube_rtt_scale: u32, offs: u64) -> u32 {
 }
 
 /// One connection's `struct bictcp` growth state (CUBIC).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cubic {
     /// `cnt`: ACKs (old eras) or packets (modern) per +1 cwnd.
     pub cnt: u32,
@@ -224,12 +224,28 @@ impl Cubic {
         // t in 1/1024 s since the epoch start, plus the minimum delay.
         let dmin_j = delay.delay_min_jiffies(u.clock_kind, u.clock);
         let hz = u64::from(u.clock.hz());
-        let t: u64 = if p.cubic_t_64bit {
-            let elapsed = now.wrapping_sub(delay.epoch_start) as i32 as i64 as u64;
-            (elapsed.wrapping_add(u64::from(dmin_j)) << BICTCP_HZ) / hz
-        } else {
-            let sum = now.wrapping_add(dmin_j).wrapping_sub(delay.epoch_start);
-            u64::from((sum << BICTCP_HZ) / u.clock.hz())
+        let t: u64 = match p.cubic_t {
+            // 4.1+: `t = (s32)(tcp_jiffies32 - epoch_start); t += delay; t <<= 10; t /= HZ`
+            // on a u64 (the 2015 stretch-ACK series).
+            CubicTime::S64 => {
+                let elapsed = now.wrapping_sub(delay.epoch_start) as i32 as i64 as u64;
+                (elapsed.wrapping_add(u64::from(dmin_j)) << BICTCP_HZ) / hz
+            }
+            // 2.6.39 - 3.x: `msecs_to_jiffies()` returns `unsigned long`, so the u32 jiffies
+            // and epoch are widened and the sum, shift and division are 64-bit on a 64-bit
+            // machine; the result is stored in the u32 `t`. A jiffies wrap between the epoch
+            // start and now makes the difference wrap near 2^64, not 2^32.
+            CubicTime::Ulong => {
+                let sum = u64::from(now)
+                    .wrapping_add(u64::from(dmin_j))
+                    .wrapping_sub(u64::from(delay.epoch_start));
+                u64::from(((sum << BICTCP_HZ) / hz) as u32)
+            }
+            // To 2.6.38: all u32 (`delay_min >> 3` is a u32).
+            CubicTime::U32 => {
+                let sum = now.wrapping_add(dmin_j).wrapping_sub(delay.epoch_start);
+                u64::from((sum << BICTCP_HZ) / u.clock.hz())
+            }
         };
         let k = u64::from(self.bic_k);
         let offs = k.abs_diff(t);

@@ -29,7 +29,8 @@ use crate::events::{CcEvent, ExitReason, Phase, Snapshot};
 use crate::hystart::{HyStart, HyStartInput};
 use crate::hystart_pp::{HyStartPp, PpTransition};
 use crate::profile::{
-    AiStep, Algorithm, DelayedAck, Profile, RoundReset, RttSample, SlowStartKind, SsIncrement,
+    AckOrder, AiStep, Algorithm, DelayedAck, Profile, RoundReset, RttSample, SlowStartKind,
+    SsIncrement,
 };
 use crate::reno::{reno_ssthresh, reno_undo_cwnd};
 use crate::tcp_sock::{CaState, CwndLimitedCtx, TcpSock, TCP_INFINITE_SSTHRESH};
@@ -38,23 +39,65 @@ use crate::tcp_sock::{CaState, CwndLimitedCtx, TcpSock, TCP_INFINITE_SSTHRESH};
 pub const TRACE_TARGET: &str = "hare_cc";
 
 /// One ACK (in QUIC: one ACK frame, i.e. one `on_end_acks` batch) as the kernel sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AckEvent {
     /// Microseconds since the controller was built.
     pub now_us: u64,
-    /// Newly acknowledged ack-eliciting packets in this ACK (`acked` / `pkts_acked`).
+    /// Newly acknowledged ack-eliciting packets (any: `FLAG_DATA_ACKED`). The kernel counts
+    /// packets, so an ACK of less than one segment of bytes still runs `pkts_acked` (with
+    /// its RTT sample) and `cong_avoid`. 0 is treated as `acked_pkts`.
+    pub packets: u32,
+    /// Segments newly acknowledged (bytes / MSS with the adapter's carry): the `acked` of
+    /// `cong_avoid` and (at least 1) the count of `pkts_acked`.
     pub acked_pkts: u32,
-    /// RTT sample of this ACK in microseconds: `now - sent` of the most recently sent newly
-    /// acked packet (the kernel's `ca_rtt_us`), `None` when there is none.
+    /// RTT of the most recently sent newly acked packet in microseconds (the kernel's
+    /// `ca_rtt_us`, given to `pkts_acked`), `None` when there is none.
     pub rtt_us: Option<u64>,
+    /// RTT of the oldest newly acked packet (the kernel's `seq_rtt_us`, fed to
+    /// `tcp_rtt_estimator`); `None` = use `rtt_us`.
+    pub seq_rtt_us: Option<u64>,
     /// Largest packet number acknowledged (the `snd_una` analogue for HyStart rounds).
     pub largest_acked: Option<u64>,
     /// Packets still in flight after this ACK (`packets_out`).
     pub packets_in_flight: u32,
+    /// The ACK covers the current Recovery / Loss episode's `high_seq` (a packet sent after
+    /// the episode began is acknowledged): `tcp_fastretrans_alert` leaves the state.
+    pub ends_episode: bool,
+    /// The loss reaction this ACK triggers (quinn reports it after the frame's acks).
+    pub loss: Option<LossSignal>,
+}
+
+/// What an ACK (or a timer) reveals about congestion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LossSignal {
+    /// A packet loss: `tcp_enter_recovery` (`ssthresh()`, `TCP_CA_Recovery`).
+    Loss,
+    /// An ECN-CE echo: `tcp_enter_cwr` (folded into Recovery; quinn has no separate state).
+    Ecn,
+    /// A retransmission timeout (quinn: persistent congestion): `tcp_enter_loss`.
+    Rto,
+}
+
+/// The state the growth step of one ACK may change, saved before it so that a loss quinn
+/// reports after the frame can be put where the era's `tcp_ack()` has it.
+#[derive(Debug, Clone, Copy)]
+struct BeforeGrowth {
+    ack: AckEvent,
+    now_j: u32,
+    prior_in_flight: u32,
+    tp: TcpSock,
+    delay: DelayState,
+    growth: Growth,
+    hystart: HyStart,
+    hspp: HyStartPp,
+    ss_exited: bool,
+    exit: (Option<ExitReason>, Option<u32>, Option<u64>),
+    guards: u32,
+    events: usize,
 }
 
 /// The window-growth algorithm and its private state.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Growth {
     /// `tcp_cubic.c`.
     Cubic(Cubic),
@@ -89,6 +132,8 @@ pub struct KernelCc {
     reductions: u32,
     rto_resets: u32,
     guards: u32,
+    /// The last ACK's state before its growth step (see [`KernelCc::amend_last_ack`]).
+    before_growth: Option<BeforeGrowth>,
 }
 
 impl KernelCc {
@@ -104,7 +149,7 @@ impl KernelCc {
         } else {
             p.initial_cwnd
         };
-        let mut tp = TcpSock::new(iw, p.cwnd_clamp, mss);
+        let mut tp = TcpSock::new(iw, p.cwnd_clamp, mss).with_cwnd_cnt_bits(p.cwnd_cnt_bits);
         let now_j = clock.jiffies(0);
         tp.lsndtime = now_j;
 
@@ -116,7 +161,9 @@ impl KernelCc {
         if p.route_ssthresh != 0 {
             tp.snd_ssthresh = p.route_ssthresh;
         }
-        let hystart_on = p.slow_start == SlowStartKind::HyStart;
+        // HyStart is tcp_cubic.c's: BIC and Reno run it only when the spec names it.
+        let slow_start = p.slow_start_for(algorithm);
+        let hystart_on = slow_start == SlowStartKind::HyStart;
         let module_param = match algorithm {
             Algorithm::Cubic => !hystart_on,
             Algorithm::Bic => true,
@@ -139,7 +186,7 @@ impl KernelCc {
         let mut cc = KernelCc {
             algorithm,
             paced: p.paced.resolve(paced),
-            slow_start: p.slow_start,
+            slow_start,
             clock,
             rules,
             tp,
@@ -156,6 +203,7 @@ impl KernelCc {
             reductions: 0,
             rto_resets: 0,
             guards: 0,
+            before_growth: None,
             profile: p,
         };
         // bictcp_init: `if (hystart) bictcp_hystart_reset(sk)`.
@@ -167,6 +215,8 @@ impl KernelCc {
     /// Packets were sent; `snd_nxt` is the next packet number to be sent after them
     /// (last sent + 1), `packets_out` the packets in flight after sending.
     pub fn on_sent(&mut self, now_us: u64, snd_nxt: u64, packets_out: u32) {
+        // A hook outside the last ACK: that ACK is complete.
+        self.before_growth = None;
         self.t_us = now_us;
         let now_j = self.clock.jiffies(now_us);
         // tcp_event_data_sent(): CA_EVENT_TX_START when nothing was in flight.
@@ -192,9 +242,14 @@ impl KernelCc {
         self.tp.cwnd_validate(self.profile.cwnd_limited, limited);
     }
 
-    /// One ACK: `pkts_acked` then `cong_avoid`, as `tcp_ack()` orders them.
+    /// One ACK in the order of the era's `tcp_ack()`: the RTT estimator and `pkts_acked`
+    /// (in `tcp_clean_rtx_queue`, every era), then either `cong_avoid` before the loss
+    /// reaction and the state exit (`ack_order = avoid-first`, 2.6.x - 3.x, gated by
+    /// `tcp_may_raise_cwnd`) or the loss reaction and state exit first and growth after unless
+    /// in Recovery/CWR (`alert-first`, 4.x+).
     pub fn on_ack(&mut self, ack: &AckEvent) {
         self.t_us = ack.now_us;
+        self.before_growth = None;
         let now_j = self.clock.jiffies(ack.now_us);
         if let Some(largest) = ack.largest_acked {
             let una = largest.saturating_add(1);
@@ -207,33 +262,156 @@ impl KernelCc {
         }
         let prior_in_flight = ack.packets_in_flight.saturating_add(ack.acked_pkts);
         self.tp.packets_out = ack.packets_in_flight;
-        if ack.acked_pkts == 0 {
+        if ack.packets == 0 && ack.acked_pkts == 0 {
             // No FLAG_DATA_ACKED: neither pkts_acked nor cong_avoid run.
+            if ack.ends_episode {
+                self.end_episode(ack.now_us);
+            }
+            if let Some(loss) = ack.loss {
+                self.loss_reaction(ack.now_us, loss);
+            }
             return;
         }
-        // tcp_ack_update_rtt() runs in tcp_clean_rtx_queue() before pkts_acked.
-        if let Some(rtt) = ack.rtt_us {
+        // tcp_ack_update_rtt() runs in tcp_clean_rtx_queue() before pkts_acked, on the
+        // oldest acked packet's RTT (seq_rtt_us); pkts_acked gets the newest's (ca_rtt_us).
+        if let Some(rtt) = ack.seq_rtt_us.or(ack.rtt_us) {
             self.tp.rtt_estimator(rtt);
         }
 
         self.pkts_acked(ack, now_j);
 
-        // tcp_may_raise_cwnd(): no growth in Recovery / CWR.
-        if self.tp.ca_state == CaState::Open {
-            self.cong_avoid(ack, now_j, prior_in_flight);
-        }
+        self.before_growth = Some(BeforeGrowth {
+            ack: *ack,
+            now_j,
+            prior_in_flight,
+            tp: self.tp,
+            delay: self.delay,
+            growth: self.growth,
+            hystart: self.hystart,
+            hspp: self.hspp,
+            ss_exited: self.ss_exited,
+            exit: (self.exit_reason, self.exit_cwnd, self.exit_t_us),
+            guards: self.guards,
+            events: self.events.len(),
+        });
+        self.ack_after_pkts_acked(ack, ack.loss, now_j, prior_in_flight);
+    }
 
+    /// The last ACK also revealed `loss` (quinn reports losses and ECN-CE after the frame's
+    /// acks): the model goes back to the state before that ACK's growth step and runs the
+    /// rest of the ACK again in the era's order, as if the loss had come with it. Without a
+    /// pending ACK (a loss found by a timer) it is the plain loss reaction.
+    pub fn amend_last_ack(&mut self, now_us: u64, loss: LossSignal) {
+        let Some(b) = self.before_growth.take() else {
+            self.loss_reaction(now_us, loss);
+            return;
+        };
+        if b.ack.loss.is_some() {
+            self.loss_reaction(now_us, loss);
+            return;
+        }
+        let ece_blocks_growth = loss == LossSignal::Ecn && b.tp.snd_cwnd >= b.tp.snd_ssthresh;
+        if self.profile.ack_order == AckOrder::AvoidFirst && !ece_blocks_growth {
+            // The growth already ran first, as in 2.6.x: only the loss reaction is left.
+            self.loss_reaction(now_us, loss);
+            return;
+        }
+        self.tp = b.tp;
+        self.delay = b.delay;
+        self.growth = b.growth;
+        self.hystart = b.hystart;
+        self.hspp = b.hspp;
+        self.ss_exited = b.ss_exited;
+        (self.exit_reason, self.exit_cwnd, self.exit_t_us) = b.exit;
+        self.guards = b.guards;
+        self.events.truncate(b.events);
+        let mut ack = b.ack;
+        ack.loss = Some(loss);
+        self.ack_after_pkts_acked(&ack, Some(loss), b.now_j, b.prior_in_flight);
+    }
+
+    /// The part of `tcp_ack()` after `tcp_clean_rtx_queue`, in the era's order.
+    fn ack_after_pkts_acked(
+        &mut self,
+        ack: &AckEvent,
+        loss: Option<LossSignal>,
+        now_j: u32,
+        prior_in_flight: u32,
+    ) {
+        match self.profile.ack_order {
+            AckOrder::AvoidFirst => {
+                // 2.6.x tcp_may_raise_cwnd(): `(!(flag & FLAG_ECE) || cwnd < ssthresh) &&
+                // state not Recovery/CWR`, tested before tcp_fastretrans_alert: the ACK that
+                // ends Recovery does not grow, the loss-revealing ACK does.
+                let ece = loss == Some(LossSignal::Ecn);
+                if self.tp.ca_state != CaState::Recovery
+                    && (!ece || self.tp.snd_cwnd < self.tp.snd_ssthresh)
+                {
+                    self.cong_avoid(ack, now_j, prior_in_flight);
+                }
+                if ack.ends_episode {
+                    self.end_episode(ack.now_us);
+                }
+                if let Some(loss) = loss {
+                    self.loss_reaction(ack.now_us, loss);
+                }
+            }
+            AckOrder::AlertFirst => {
+                // tcp_fastretrans_alert() first; then tcp_cong_control() grows unless
+                // tcp_in_cwnd_reduction() (Recovery / CWR). CA_Loss grows (slow start).
+                if ack.ends_episode {
+                    self.end_episode(ack.now_us);
+                }
+                if let Some(loss) = loss {
+                    self.loss_reaction(ack.now_us, loss);
+                }
+                if self.tp.ca_state != CaState::Recovery {
+                    self.cong_avoid(ack, now_j, prior_in_flight);
+                }
+            }
+        }
         self.tp
             .update_pacing_rate(self.profile.pacing_ss_ratio, self.profile.pacing_ca_ratio);
         self.check_ssthresh_reached();
     }
 
+    fn loss_reaction(&mut self, now_us: u64, loss: LossSignal) {
+        match loss {
+            LossSignal::Loss => self.on_congestion(now_us, false),
+            LossSignal::Ecn => self.on_congestion(now_us, true),
+            LossSignal::Rto => self.on_rto(now_us),
+        }
+    }
+
+    /// `tcp_fastretrans_alert`'s state exit when `high_seq` is acknowledged: Recovery (and the
+    /// folded CWR) and Loss return to Open. The window stays (quinn has no PRR: cwnd is
+    /// already ssthresh after a Recovery; after a Loss it is what slow start made it).
+    fn end_episode(&mut self, now_us: u64) {
+        if self.tp.ca_state == CaState::Open {
+            return;
+        }
+        self.tp.ca_state = CaState::Open;
+        tracing::info!(
+            target: TRACE_TARGET,
+            t_us = now_us,
+            cwnd = self.tp.snd_cwnd,
+            "recovery ended"
+        );
+        self.events.push(CcEvent::RecoveryEnded {
+            t_us: now_us,
+            cwnd: self.tp.snd_cwnd,
+        });
+    }
+
     /// A congestion event outside a recovery episode (the adapter filters repeats):
     /// ssthresh = the algorithm's `ssthresh()`, cwnd = ssthresh (quinn has no PRR),
-    /// state Recovery. `ecn` is true for ECN-CE.
+    /// state Recovery. `ecn` is true for ECN-CE. Ignored in Recovery and in Loss (the kernel
+    /// enters Recovery only from Open/Disorder; CWR only below CWR).
     pub fn on_congestion(&mut self, now_us: u64, ecn: bool) {
+        // A hook outside the last ACK: that ACK is complete.
+        self.before_growth = None;
         self.t_us = now_us;
-        if self.tp.ca_state == CaState::Recovery {
+        if self.tp.ca_state != CaState::Open {
             return;
         }
         let from = self.tp.snd_cwnd;
@@ -270,33 +448,29 @@ impl KernelCc {
         });
     }
 
-    /// The recovery episode ended (a packet sent after it began was acknowledged).
+    /// The episode ended outside an ACK the model saw (as if `high_seq` were acknowledged):
+    /// Recovery and Loss return to Open.
     pub fn on_recovery_end(&mut self, now_us: u64) {
+        // A hook outside the last ACK: that ACK is complete.
+        self.before_growth = None;
         self.t_us = now_us;
-        if self.tp.ca_state != CaState::Recovery {
-            return;
-        }
-        self.tp.ca_state = CaState::Open;
-        tracing::info!(
-            target: TRACE_TARGET,
-            t_us = now_us,
-            cwnd = self.tp.snd_cwnd,
-            "recovery ended"
-        );
-        self.events.push(CcEvent::RecoveryEnded {
-            t_us: now_us,
-            cwnd: self.tp.snd_cwnd,
-        });
+        self.end_episode(now_us);
     }
 
-    /// Persistent congestion: the kernel's RTO path of the era (`ssthresh()` then
-    /// `CA_Loss` with its state reset, cwnd to the loss window).
+    /// Persistent congestion: the kernel's RTO path of the era, `tcp_enter_loss()`:
+    /// `ssthresh()` (unless the window was already reduced in this episode), cwnd 1,
+    /// `TCP_CA_Loss` with the algorithm's state reset. The model stays in Loss until the
+    /// episode's `high_seq` is acknowledged ([`AckEvent::ends_episode`]), slow-starting
+    /// meanwhile; in Loss neither CUBIC (to 2.6.39) nor BIC update `delayed_ack`.
     pub fn on_rto(&mut self, now_us: u64) {
+        // A hook outside the last ACK: that ACK is complete.
+        self.before_growth = None;
         self.t_us = now_us;
         let from = self.tp.snd_cwnd;
         let in_ss = self.in_slow_start();
-        // tcp_enter_loss(): reduce ssthresh unless it was already reduced in this window.
-        if self.tp.ca_state != CaState::Recovery {
+        // tcp_enter_loss(): a new ssthresh only from Open/Disorder (or a first timeout
+        // in Loss, which the model does not tell from a repeated one).
+        if self.tp.ca_state == CaState::Open {
             self.tp.prior_ssthresh = self.tp.current_ssthresh();
             self.tp.prior_cwnd = from;
             self.tp.snd_ssthresh = self.alg_ssthresh();
@@ -312,7 +486,7 @@ impl KernelCc {
         self.tp.ca_state = CaState::Loss;
         match &mut self.growth {
             Growth::Cubic(c) => c.reset_on_loss(&self.profile),
-            Growth::Bic(b) => b.reset(),
+            Growth::Bic(b) => b.reset(self.profile.undo),
             Growth::Reno => {}
         }
         self.delay.reset();
@@ -323,8 +497,6 @@ impl KernelCc {
             self.slow_start = SlowStartKind::Standard;
             self.hspp.in_css = false;
         }
-        // The model leaves CA_Loss at once: slow start resumes from the loss window.
-        self.tp.ca_state = CaState::Open;
         self.ss_exited = false;
         self.rto_resets = self.rto_resets.saturating_add(1);
         tracing::info!(
@@ -348,6 +520,8 @@ impl KernelCc {
     /// tcp_current_ssthresh()` (before it the value went to `rcv_ssthresh`). A smaller one is
     /// `tcp_sync_mss()` after a black-hole/ICMP event: cwnd stays in segments.
     pub fn on_mss_change(&mut self, now_us: u64, new_mss: u32) {
+        // A hook outside the last ACK: that ACK is complete.
+        self.before_growth = None;
         self.t_us = now_us;
         if new_mss == 0 || new_mss == self.tp.mss {
             return;
@@ -389,9 +563,13 @@ impl KernelCc {
             Growth::Reno => (0, 0, 0, self.tp.snd_cwnd),
         };
         let ssthresh = self.ssthresh();
+        let profile = match p.non_kernel(self.algorithm) {
+            Some(what) => format!("{} (non-kernel: {what})", p.name),
+            None => p.name.clone(),
+        };
         Snapshot {
             algorithm: self.algorithm.to_string(),
-            profile: p.name.clone(),
+            profile,
             phase: Some(self.phase()),
             t_us: self.t_us,
             mss: self.tp.mss,
@@ -418,9 +596,23 @@ impl KernelCc {
         }
     }
 
-    /// Take the decisions made since the last call.
+    /// Take the decisions made since the last call, except those of the last ACK's growth
+    /// step while [`KernelCc::amend_last_ack`] may still replace them (until
+    /// [`KernelCc::close_ack`]).
     pub fn drain_events(&mut self) -> std::vec::Drain<'_, CcEvent> {
-        self.events.drain(..)
+        let end = match &mut self.before_growth {
+            Some(b) => std::mem::take(&mut b.events),
+            None => self.events.len(),
+        };
+        self.events.drain(..end)
+    }
+
+    /// The last ACK is complete (nothing more of its frame can follow): its decisions are
+    /// final and [`KernelCc::amend_last_ack`] no longer rewinds it. Returns whether events
+    /// are waiting.
+    pub fn close_ack(&mut self) -> bool {
+        self.before_growth = None;
+        !self.events.is_empty()
     }
 
     // ---- additional read-only accessors ----
@@ -546,15 +738,18 @@ impl KernelCc {
     /// `ca_ops->pkts_acked()`.
     fn pkts_acked(&mut self, ack: &AckEvent, now_j: u32) {
         let open = self.tp.ca_state == CaState::Open;
+        // The kernel's count is packets (tcp_skb_pcount >= 1 each): an ACK of less than a
+        // segment of bytes still counts one.
+        let cnt = ack.acked_pkts.max(1);
         match &mut self.growth {
             Growth::Cubic(c) => {
                 if open && self.profile.delayed_ack != DelayedAck::Off {
-                    c.ack_ratio_sample(ack.acked_pkts, self.profile.delayed_ack);
+                    c.ack_ratio_sample(cnt, self.profile.delayed_ack);
                 }
             }
             Growth::Bic(b) => {
                 if open {
-                    b.ack_ratio_sample(ack.acked_pkts);
+                    b.ack_ratio_sample(cnt);
                 }
             }
             Growth::Reno => {}
@@ -758,8 +953,10 @@ impl KernelCc {
                     return None;
                 }
                 let left = self.tp.slow_start_acked(acked);
-                // tcp_bic.c never passes the leftover on; CUBIC and Reno do.
-                if left == 0 || self.algorithm == Algorithm::Bic {
+                // CUBIC and Reno pass the leftover on; tcp_bic.c only from "tcp: fix stretch
+                // ACK bugs in BIC" (5.7: `acked = tcp_slow_start(tp, acked); if (!acked)
+                // return;`).
+                if left == 0 || (self.algorithm == Algorithm::Bic && !p.bic_stretch_ack) {
                     None
                 } else {
                     Some(left)
@@ -793,9 +990,13 @@ impl KernelCc {
                 if b.update(self.tp.snd_cwnd, now_j, self.clock.hz(), p, &mut self.delay) {
                     self.guards = self.guards.saturating_add(1);
                 }
-                // tcp_bic.c steps once per ACK in every era (`tcp_cong_avoid_ai(tp, cnt, 1)`).
+                // tcp_bic.c stepped once per ACK (`tcp_cong_avoid_ai(tp, cnt, 1)` in 4.x) until
+                // 5.7's stretch-ACK fix passes the ACKed packets (`tcp_cong_avoid_ai(tp,
+                // ca->cnt, acked)`).
                 if per_ack {
                     self.tp.cong_avoid_ai_per_ack(b.cnt);
+                } else if p.bic_stretch_ack {
+                    self.tp.cong_avoid_ai_acked(b.cnt, acked);
                 } else {
                     self.tp.cong_avoid_ai_acked(b.cnt, 1);
                 }
@@ -828,7 +1029,7 @@ impl KernelCc {
     /// Slow start ended by reaching a preset ssthresh (or one set by HyStart / HyStart++,
     /// already reported).
     fn check_ssthresh_reached(&mut self) {
-        if self.ss_exited || self.tp.ca_state != CaState::Open || self.in_slow_start() {
+        if self.ss_exited || self.tp.ca_state == CaState::Recovery || self.in_slow_start() {
             return;
         }
         let cwnd = self.tp.snd_cwnd;

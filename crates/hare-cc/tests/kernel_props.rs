@@ -85,6 +85,7 @@ fn run(cc: &mut KernelCc, steps: &[Step], lossless: bool) -> Result<(), TestCase
                     rtt_us: Some(u64::from(rtt)),
                     largest_acked: acked_pn.checked_sub(1),
                     packets_in_flight: in_flight,
+                    ..Default::default()
                 });
             }
             _ if lossless => {}
