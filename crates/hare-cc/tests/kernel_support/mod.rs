@@ -382,6 +382,39 @@ impl Manual {
         self.fill();
     }
 
+    /// Like [`Manual::ack_n`], with the ACK also ending the episode (`high_seq` acknowledged)
+    /// and/or revealing a loss, handed to the model as one ACK in the kernel's order.
+    pub fn ack_with(
+        &mut self,
+        dt_us: u64,
+        n: u32,
+        rtt_us: u64,
+        ends_episode: bool,
+        loss: Option<LossSignal>,
+    ) {
+        self.now_us = (self.now_us + dt_us).max(rtt_us);
+        let mut largest = None;
+        let mut acked = 0;
+        for _ in 0..n {
+            if let Some(pn) = self.flight.pop_front() {
+                largest = Some(pn);
+                acked += 1;
+            }
+        }
+        self.cc.on_ack(&AckEvent {
+            now_us: self.now_us,
+            acked_pkts: acked,
+            rtt_us: Some(rtt_us),
+            largest_acked: largest,
+            packets_in_flight: self.flight.len() as u32,
+            ends_episode,
+            loss,
+            ..Default::default()
+        });
+        self.events.extend(self.cc.drain_events());
+        self.fill();
+    }
+
     /// After `dt_us`, ACK the oldest packet.
     pub fn ack(&mut self, dt_us: u64, rtt_us: u64) {
         self.ack_n(dt_us, 1, rtt_us);
