@@ -61,7 +61,7 @@ fn one_reduction_per_recovery_episode_however_many_loss_batches() {
     clock.lose_oldest(2, false);
     clock.lose_oldest(3, false);
     let events = observer.drain_events(id);
-    // linux-6 CUBIC: ssthresh = max(cwnd * 717 / 1024, 2) = 28 (KERNEL-SPEC.md fact 1 form).
+    // linux-6 CUBIC: ssthresh = max(cwnd * 717 / 1024, 2) = 28 (docs/KERNEL-NOTES.md fact 1 form).
     assert_eq!(reductions(&events), vec![(40, 28, false)], "{events:?}");
     assert_eq!(clock.ctrl.cwnd_segments(), 28);
     assert_eq!(clock.ctrl.snapshot().ssthresh, Some(28));
