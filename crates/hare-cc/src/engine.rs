@@ -81,14 +81,14 @@ pub enum LossSignal {
 /// The state the growth step of one ACK may change, saved before it so that a loss quinn
 /// reports after the frame can be put where the era's `tcp_ack()` has it.
 #[derive(Debug, Clone, Copy)]
-struct BeforeGrowth {
+pub(crate) struct BeforeGrowth {
     ack: AckEvent,
     now_j: u32,
     prior_in_flight: u32,
-    tp: TcpSock,
-    delay: DelayState,
-    growth: Growth,
-    hystart: HyStart,
+    pub(crate) tp: TcpSock,
+    pub(crate) delay: DelayState,
+    pub(crate) growth: Growth,
+    pub(crate) hystart: HyStart,
     hspp: HyStartPp,
     ss_exited: bool,
     exit: (Option<ExitReason>, Option<u32>, Option<u64>),
@@ -110,20 +110,20 @@ pub enum Growth {
 /// The kernel model of one connection's congestion control.
 #[derive(Debug, Clone)]
 pub struct KernelCc {
-    algorithm: Algorithm,
-    profile: Profile,
+    pub(crate) algorithm: Algorithm,
+    pub(crate) profile: Profile,
     paced: bool,
-    clock: KernelClock,
+    pub(crate) clock: KernelClock,
     rules: DelayRules,
-    tp: TcpSock,
-    delay: DelayState,
-    growth: Growth,
-    hystart: HyStart,
+    pub(crate) tp: TcpSock,
+    pub(crate) delay: DelayState,
+    pub(crate) growth: Growth,
+    pub(crate) hystart: HyStart,
     hspp: HyStartPp,
     /// The slow-start strategy in force (HyStart++ falls back to standard after an RTO).
     slow_start: SlowStartKind,
     events: Vec<CcEvent>,
-    t_us: u64,
+    pub(crate) t_us: u64,
     /// Slow start has ended since the last (re)start; the next exit is not reported again.
     ss_exited: bool,
     exit_reason: Option<ExitReason>,
@@ -133,7 +133,7 @@ pub struct KernelCc {
     rto_resets: u32,
     guards: u32,
     /// The last ACK's state before its growth step (see [`KernelCc::amend_last_ack`]).
-    before_growth: Option<BeforeGrowth>,
+    pub(crate) before_growth: Option<BeforeGrowth>,
 }
 
 impl KernelCc {
@@ -484,15 +484,7 @@ impl KernelCc {
         self.tp.snd_cwnd_cnt = 0;
         // tcp_set_ca_state(TCP_CA_Loss): bictcp_reset() and bictcp_hystart_reset().
         self.tp.ca_state = CaState::Loss;
-        match &mut self.growth {
-            Growth::Cubic(c) => c.reset_on_loss(&self.profile),
-            Growth::Bic(b) => b.reset(self.profile.undo),
-            Growth::Reno => {}
-        }
-        self.delay.reset();
-        self.hystart.found = 0;
-        let now = self.hystart_clock(now_us);
-        self.hystart.reset_round(now, self.tp.snd_nxt);
+        self.reset_algorithm_on_loss(now_us);
         if self.slow_start == SlowStartKind::HyStartPp {
             self.slow_start = SlowStartKind::Standard;
             self.hspp.in_css = false;
@@ -511,6 +503,20 @@ impl KernelCc {
             from_cwnd: from,
             ssthresh,
         });
+    }
+
+    /// The algorithm's `set_state(TCP_CA_Loss)`: `bictcp_reset()` (CUBIC, BIC) and, in
+    /// CUBIC, `bictcp_hystart_reset()`.
+    pub(crate) fn reset_algorithm_on_loss(&mut self, now_us: u64) {
+        match &mut self.growth {
+            Growth::Cubic(c) => c.reset_on_loss(&self.profile),
+            Growth::Bic(b) => b.reset(self.profile.undo),
+            Growth::Reno => {}
+        }
+        self.delay.reset();
+        self.hystart.found = 0;
+        let now = self.hystart_clock(now_us);
+        self.hystart.reset_round(now, self.tp.snd_nxt);
     }
 
     /// The segment size changed (MTU discovery): rescale as the kernel does.
@@ -736,7 +742,7 @@ impl KernelCc {
     }
 
     /// `ca_ops->pkts_acked()`.
-    fn pkts_acked(&mut self, ack: &AckEvent, now_j: u32) {
+    pub(crate) fn pkts_acked(&mut self, ack: &AckEvent, now_j: u32) {
         let open = self.tp.ca_state == CaState::Open;
         // The kernel's count is packets (tcp_skb_pcount >= 1 each): an ACK of less than a
         // segment of bytes still counts one.
@@ -874,7 +880,7 @@ impl KernelCc {
     }
 
     /// `ca_ops->cong_avoid()` of the algorithm and era.
-    fn cong_avoid(&mut self, ack: &AckEvent, now_j: u32, prior_in_flight: u32) {
+    pub(crate) fn cong_avoid(&mut self, ack: &AckEvent, now_j: u32, prior_in_flight: u32) {
         if self.profile.rtt_sample == RttSample::Tsecr {
             // 2.6.20 measure_delay(): before the cwnd-limited test.
             if let Some(rtt) = ack.rtt_us {
@@ -1013,7 +1019,7 @@ impl KernelCc {
     }
 
     /// `ca_ops->ssthresh()`.
-    fn alg_ssthresh(&mut self) -> u32 {
+    pub(crate) fn alg_ssthresh(&mut self) -> u32 {
         let cwnd = self.tp.snd_cwnd;
         match &mut self.growth {
             Growth::Cubic(c) => c.recalc_ssthresh(cwnd, &self.profile, &mut self.delay),

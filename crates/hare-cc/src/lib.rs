@@ -19,6 +19,7 @@ pub mod delay;
 pub mod engine;
 pub mod events;
 pub mod factory;
+pub mod hooks;
 pub mod hystart;
 pub mod hystart_pp;
 pub mod observer;
