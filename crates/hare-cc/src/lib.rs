@@ -16,6 +16,7 @@ pub mod clock;
 pub mod cuberoot;
 pub mod cubic;
 pub mod delay;
+mod driver;
 pub mod engine;
 pub mod events;
 pub mod factory;
