@@ -181,11 +181,20 @@ impl KernelCc {
                 {
                     self.cong_avoid(ack, now_j, prior_in_flight);
                 }
+                let was = self.tp.ca_state;
                 if ack.ends_episode {
                     self.end_episode(ack.now_us);
                 }
                 if let Some(loss) = loss {
                     self.loss_reaction(ack.now_us, loss);
+                } else if ack.ends_episode || was == CaState::Loss {
+                    // 2.6.x tcp_fastretrans_alert(): every ACK in TCP_CA_Loss that cannot
+                    // undo, and the ACK that leaves Recovery or Loss (tcp_try_to_open), run
+                    // tcp_moderate_cwnd(): cwnd = min(cwnd, in_flight + tcp_max_burst()).
+                    let cap = ack
+                        .packets_in_flight
+                        .saturating_add(self.profile.reordering);
+                    self.tp.snd_cwnd = self.tp.snd_cwnd.min(cap).max(1);
                 }
             }
             AckOrder::AlertFirst => {

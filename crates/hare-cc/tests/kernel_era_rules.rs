@@ -286,3 +286,28 @@ fn sample_edges() {
         Some(i32::MAX as u32)
     );
 }
+
+#[test]
+fn old_eras_moderate_cwnd_in_loss_and_when_an_episode_ends() {
+    // 2.6.39 tcp_fastretrans_alert(): the ACK that ends Recovery goes through
+    // tcp_try_to_open() -> tcp_moderate_cwnd(): cwnd = min(cwnd, in_flight + reordering).
+    // Reno, cwnd 21 -> loss -> 11; the ending ACK leaves 2 in flight: min(11, 2 + 3) = 5.
+    // 6.x has no such step: cwnd 10 -> 11 (Reno AI on that ACK).
+    for (name, after) in [("linux-2.6.39", 5), ("linux-6", 11)] {
+        let p = profile(name, &[("initial_cwnd", "21")]);
+        let mut m = Manual::new(Algorithm::Reno, &p, true);
+        m.ack_with(MS, 2, 80 * MS, false, Some(LossSignal::Loss));
+        m.app_limit = Some(0);
+        m.ack_with(MS, 17, 80 * MS, true, None);
+        assert_eq!(m.cc.cwnd(), after, "{name}");
+    }
+    // In TCP_CA_Loss every ACK is moderated: after an RTO with 3 packets left in flight,
+    // slow start may take cwnd to at most 3 + 3.
+    let p = profile("linux-2.6.39", &[("initial_cwnd", "10")]);
+    let mut m = Manual::new(Algorithm::Reno, &p, true);
+    m.app_limit = Some(0);
+    m.cc.on_rto(m.now_us);
+    m.ack_with(MS, 7, 80 * MS, false, None);
+    assert_eq!(m.cc.cwnd(), 2);
+    assert_eq!(m.cc.phase(), Phase::SlowStart);
+}
