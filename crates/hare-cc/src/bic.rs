@@ -5,7 +5,9 @@
 
 use crate::cubic::{ACK_RATIO_SHIFT, BICTCP_BETA_SCALE};
 use crate::delay::DelayState;
-use crate::profile::{PreLossKey, Profile, UndoRule};
+use crate::ops::{CongestionOps, OpsCtx};
+use crate::profile::{AiStep, PreLossKey, Profile, UndoRule};
+use crate::tcp_sock::{CaState, TcpSock};
 
 /// `BICTCP_B`: binary search goes to `(max + min) / B`.
 pub const BICTCP_B: u32 = 4;
@@ -160,5 +162,42 @@ impl Bic {
             UndoRule::LossCwnd => cwnd.max(self.loss_cwnd),
             UndoRule::PriorCwnd => cwnd.max(prior_cwnd),
         }
+    }
+}
+
+impl CongestionOps for Bic {
+    fn ssthresh(&mut self, ctx: &mut OpsCtx<'_>) -> u32 {
+        self.recalc_ssthresh(ctx.tp.snd_cwnd, ctx.profile, ctx.delay)
+    }
+
+    fn cong_avoid(&mut self, ctx: &mut OpsCtx<'_>, acked: u32, now_jiffies: u32) -> u32 {
+        let p = ctx.profile;
+        let guard = self.update(ctx.tp.snd_cwnd, now_jiffies, ctx.clock.hz(), p, ctx.delay);
+        // tcp_bic.c stepped once per ACK (`tcp_cong_avoid_ai(tp, cnt, 1)` in 4.x) until 5.7's
+        // stretch-ACK fix passes the ACKed packets (`tcp_cong_avoid_ai(tp, ca->cnt, acked)`).
+        if p.ai_step == AiStep::PerAck {
+            ctx.tp.cong_avoid_ai_per_ack(self.cnt);
+        } else if p.bic_stretch_ack {
+            ctx.tp.cong_avoid_ai_acked(self.cnt, acked);
+        } else {
+            ctx.tp.cong_avoid_ai_acked(self.cnt, 1);
+        }
+        u32::from(guard)
+    }
+
+    fn set_state(&mut self, profile: &Profile, new_state: CaState) {
+        if new_state == CaState::Loss {
+            self.reset(profile.undo);
+        }
+    }
+
+    fn pkts_acked(&mut self, _profile: &Profile, ca_state: CaState, pkts: u32) {
+        if ca_state == CaState::Open {
+            self.ack_ratio_sample(pkts);
+        }
+    }
+
+    fn undo_cwnd(&self, tp: &TcpSock, profile: &Profile) -> u32 {
+        Bic::undo_cwnd(self, tp.snd_cwnd, tp.prior_cwnd, profile.undo)
     }
 }

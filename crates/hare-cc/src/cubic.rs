@@ -11,10 +11,12 @@
 use crate::clock::KernelClock;
 use crate::cuberoot::{cube_root_newton, cube_root_table};
 use crate::delay::DelayState;
+use crate::ops::{CongestionOps, OpsCtx};
 use crate::profile::{
-    ClockKind, CubeRootKind, CubicPreLossCap, CubicTime, DelayedAck, MinCntClamp, PreLossKey,
-    Profile, UndoRule,
+    AiStep, ClockKind, CubeRootKind, CubicPreLossCap, CubicTime, DelayedAck, MinCntClamp,
+    PreLossKey, Profile, UndoRule,
 };
+use crate::tcp_sock::{CaState, TcpSock};
 
 /// `BICTCP_BETA_SCALE`.
 pub const BICTCP_BETA_SCALE: u32 = 1024;
@@ -370,4 +372,47 @@ pub struct CubicUpdate<'a> {
     pub clock: &'a KernelClock,
     /// Unit of `delay_min`.
     pub clock_kind: ClockKind,
+}
+
+impl CongestionOps for Cubic {
+    fn ssthresh(&mut self, ctx: &mut OpsCtx<'_>) -> u32 {
+        self.recalc_ssthresh(ctx.tp.snd_cwnd, ctx.profile, ctx.delay)
+    }
+
+    fn cong_avoid(&mut self, ctx: &mut OpsCtx<'_>, acked: u32, now_jiffies: u32) -> u32 {
+        let p = ctx.profile;
+        let per_ack = p.ai_step == AiStep::PerAck;
+        let u = CubicUpdate {
+            profile: p,
+            cwnd: ctx.tp.snd_cwnd,
+            acked: if per_ack { 1 } else { acked },
+            now_jiffies,
+            clock: ctx.clock,
+            clock_kind: p.clock,
+        };
+        self.update(&u, ctx.delay);
+        if per_ack {
+            ctx.tp.cong_avoid_ai_per_ack(self.cnt);
+        } else {
+            ctx.tp.cong_avoid_ai_acked(self.cnt, acked);
+        }
+        // CUBIC counts its own guards in `Cubic::guards`.
+        0
+    }
+
+    fn set_state(&mut self, profile: &Profile, new_state: CaState) {
+        if new_state == CaState::Loss {
+            self.reset_on_loss(profile);
+        }
+    }
+
+    fn pkts_acked(&mut self, profile: &Profile, ca_state: CaState, pkts: u32) {
+        if ca_state == CaState::Open && profile.delayed_ack != DelayedAck::Off {
+            self.ack_ratio_sample(pkts, profile.delayed_ack);
+        }
+    }
+
+    fn undo_cwnd(&self, tp: &TcpSock, profile: &Profile) -> u32 {
+        Cubic::undo_cwnd(self, tp.snd_cwnd, tp.prior_cwnd, profile.undo)
+    }
 }

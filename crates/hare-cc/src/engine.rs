@@ -23,17 +23,16 @@
 
 use crate::bic::Bic;
 use crate::clock::{after32, KernelClock};
-use crate::cubic::{Cubic, CubicUpdate};
+use crate::cubic::Cubic;
 use crate::delay::{delay_to_us, DelayRules, DelayState};
 use crate::driver::BeforeGrowth;
 pub use crate::driver::{AckEvent, LossSignal};
 use crate::events::{CcEvent, ExitReason, Phase, Snapshot};
 use crate::hystart::{HyStart, HyStartInput};
 use crate::hystart_pp::{HyStartPp, PpTransition};
-use crate::profile::{
-    AiStep, Algorithm, DelayedAck, Profile, RoundReset, RttSample, SlowStartKind, SsIncrement,
-};
-use crate::reno::{reno_ssthresh, reno_undo_cwnd};
+use crate::ops::{CongestionOps, OpsCtx};
+use crate::profile::{Algorithm, Profile, RoundReset, RttSample, SlowStartKind, SsIncrement};
+use crate::reno::Reno;
 use crate::tcp_sock::{CaState, CwndLimitedCtx, TcpSock, TCP_INFINITE_SSTHRESH};
 
 /// `tracing` target of every event the model emits.
@@ -47,7 +46,27 @@ pub enum Growth {
     /// `tcp_bic.c`.
     Bic(Bic),
     /// `tcp_cong.c` Reno (stateless).
-    Reno,
+    Reno(Reno),
+}
+
+impl Growth {
+    /// The module's `tcp_congestion_ops`.
+    pub fn ops_mut(&mut self) -> &mut dyn CongestionOps {
+        match self {
+            Growth::Cubic(c) => c,
+            Growth::Bic(b) => b,
+            Growth::Reno(r) => r,
+        }
+    }
+
+    /// The module's `tcp_congestion_ops` (read-only hooks).
+    pub fn ops(&self) -> &dyn CongestionOps {
+        match self {
+            Growth::Cubic(c) => c,
+            Growth::Bic(b) => b,
+            Growth::Reno(r) => r,
+        }
+    }
 }
 
 /// The kernel model of one connection's congestion control.
@@ -118,7 +137,7 @@ impl KernelCc {
         let growth = match algorithm {
             Algorithm::Cubic => Growth::Cubic(Cubic::new(&p)),
             Algorithm::Bic => Growth::Bic(Bic::default()),
-            Algorithm::Reno => Growth::Reno,
+            Algorithm::Reno => Growth::Reno(Reno),
         };
         let rules = DelayRules {
             clock: p.clock,
@@ -188,11 +207,9 @@ impl KernelCc {
     /// The algorithm's `set_state(TCP_CA_Loss)`: `bictcp_reset()` (CUBIC, BIC) and, in
     /// CUBIC, `bictcp_hystart_reset()`.
     pub(crate) fn reset_algorithm_on_loss(&mut self, now_us: u64) {
-        match &mut self.growth {
-            Growth::Cubic(c) => c.reset_on_loss(&self.profile),
-            Growth::Bic(b) => b.reset(self.profile.undo),
-            Growth::Reno => {}
-        }
+        self.growth
+            .ops_mut()
+            .set_state(&self.profile, CaState::Loss);
         self.delay.reset();
         self.hystart.found = 0;
         let now = self.hystart_clock(now_us);
@@ -246,7 +263,7 @@ impl KernelCc {
         let (last_max, k, origin, cnt) = match &self.growth {
             Growth::Cubic(c) => (c.last_max_cwnd, c.bic_k, c.bic_origin_point, c.cnt),
             Growth::Bic(b) => (b.last_max_cwnd, 0, 0, b.cnt),
-            Growth::Reno => (0, 0, 0, self.tp.snd_cwnd),
+            Growth::Reno(_) => (0, 0, 0, self.tp.snd_cwnd),
         };
         let ssthresh = self.ssthresh();
         let profile = match p.non_kernel(self.algorithm) {
@@ -393,17 +410,7 @@ impl KernelCc {
     /// The window the era's `undo_cwnd` would restore (quinn 0.11 never undoes; exposed so the
     /// era-specific arithmetic stays tested).
     pub fn undo_cwnd(&self) -> u32 {
-        let cwnd = self.tp.snd_cwnd;
-        match &self.growth {
-            Growth::Cubic(c) => c.undo_cwnd(cwnd, self.tp.prior_cwnd, self.profile.undo),
-            Growth::Bic(b) => b.undo_cwnd(cwnd, self.tp.prior_cwnd, self.profile.undo),
-            Growth::Reno => reno_undo_cwnd(
-                cwnd,
-                self.tp.snd_ssthresh,
-                self.tp.prior_cwnd,
-                self.profile.undo,
-            ),
-        }
+        self.growth.ops().undo_cwnd(&self.tp, &self.profile)
     }
 
     // ---- the tcp_ack() steps ----
@@ -423,23 +430,12 @@ impl KernelCc {
 
     /// `ca_ops->pkts_acked()`.
     pub(crate) fn pkts_acked(&mut self, ack: &AckEvent, now_j: u32) {
-        let open = self.tp.ca_state == CaState::Open;
         // The kernel's count is packets (tcp_skb_pcount >= 1 each): an ACK of less than a
         // segment of bytes still counts one.
         let cnt = ack.acked_pkts.max(1);
-        match &mut self.growth {
-            Growth::Cubic(c) => {
-                if open && self.profile.delayed_ack != DelayedAck::Off {
-                    c.ack_ratio_sample(cnt, self.profile.delayed_ack);
-                }
-            }
-            Growth::Bic(b) => {
-                if open {
-                    b.ack_ratio_sample(cnt);
-                }
-            }
-            Growth::Reno => {}
-        }
+        self.growth
+            .ops_mut()
+            .pkts_acked(&self.profile, self.tp.ca_state, cnt);
 
         if self.slow_start == SlowStartKind::HyStartPp && self.in_slow_start() {
             self.hystart_pp_ack(ack);
@@ -651,65 +647,27 @@ impl KernelCc {
         }
     }
 
-    /// The growth function and the AI step.
+    /// The growth function and the AI step: the module's `cong_avoid` after slow start.
     fn congestion_avoidance(&mut self, acked: u32, now_j: u32) {
-        let p = &self.profile;
-        let per_ack = p.ai_step == AiStep::PerAck;
-        match &mut self.growth {
-            Growth::Cubic(c) => {
-                let u = CubicUpdate {
-                    profile: p,
-                    cwnd: self.tp.snd_cwnd,
-                    acked: if per_ack { 1 } else { acked },
-                    now_jiffies: now_j,
-                    clock: &self.clock,
-                    clock_kind: p.clock,
-                };
-                c.update(&u, &mut self.delay);
-                if per_ack {
-                    self.tp.cong_avoid_ai_per_ack(c.cnt);
-                } else {
-                    self.tp.cong_avoid_ai_acked(c.cnt, acked);
-                }
-            }
-            Growth::Bic(b) => {
-                if b.update(self.tp.snd_cwnd, now_j, self.clock.hz(), p, &mut self.delay) {
-                    self.guards = self.guards.saturating_add(1);
-                }
-                // tcp_bic.c stepped once per ACK (`tcp_cong_avoid_ai(tp, cnt, 1)` in 4.x) until
-                // 5.7's stretch-ACK fix passes the ACKed packets (`tcp_cong_avoid_ai(tp,
-                // ca->cnt, acked)`).
-                if per_ack {
-                    self.tp.cong_avoid_ai_per_ack(b.cnt);
-                } else if p.bic_stretch_ack {
-                    self.tp.cong_avoid_ai_acked(b.cnt, acked);
-                } else {
-                    self.tp.cong_avoid_ai_acked(b.cnt, 1);
-                }
-            }
-            Growth::Reno => {
-                let w = self.tp.snd_cwnd;
-                if per_ack {
-                    self.tp.cong_avoid_ai_per_ack(w);
-                } else {
-                    self.tp.cong_avoid_ai_acked(w, acked);
-                }
-            }
-        }
+        let mut ctx = OpsCtx {
+            tp: &mut self.tp,
+            profile: &self.profile,
+            clock: &self.clock,
+            delay: &mut self.delay,
+        };
+        let guards = self.growth.ops_mut().cong_avoid(&mut ctx, acked, now_j);
+        self.guards = self.guards.saturating_add(guards);
     }
 
     /// `ca_ops->ssthresh()`.
     pub(crate) fn alg_ssthresh(&mut self) -> u32 {
-        let cwnd = self.tp.snd_cwnd;
-        match &mut self.growth {
-            Growth::Cubic(c) => c.recalc_ssthresh(cwnd, &self.profile, &mut self.delay),
-            Growth::Bic(b) => b.recalc_ssthresh(cwnd, &self.profile, &mut self.delay),
-            Growth::Reno => {
-                // Reno has no epoch; the shared epoch (used by HyStart's blackout) ends too.
-                self.delay.epoch_start = 0;
-                reno_ssthresh(cwnd)
-            }
-        }
+        let mut ctx = OpsCtx {
+            tp: &mut self.tp,
+            profile: &self.profile,
+            clock: &self.clock,
+            delay: &mut self.delay,
+        };
+        self.growth.ops_mut().ssthresh(&mut ctx)
     }
 
     /// Slow start ended by reaching a preset ssthresh (or one set by HyStart / HyStart++,

@@ -96,7 +96,7 @@ impl KernelCc {
                 (g, &self.growth),
                 (Growth::Cubic(_), Growth::Cubic(_))
                     | (Growth::Bic(_), Growth::Bic(_))
-                    | (Growth::Reno, Growth::Reno)
+                    | (Growth::Reno(_), Growth::Reno(_))
             );
             if !same {
                 return Err(StartError::AlgorithmMismatch {

@@ -24,6 +24,7 @@ pub mod hooks;
 pub mod hystart;
 pub mod hystart_pp;
 pub mod observer;
+pub mod ops;
 pub mod profile;
 pub mod profile_kinds;
 pub mod reno;
