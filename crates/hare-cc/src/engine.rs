@@ -5,16 +5,17 @@
 //! (`now_us`), sequence numbers are QUIC packet numbers (the analogue of `snd_nxt` /
 //! `snd_una`; the model's `snd_una` is "largest acknowledged + 1").
 //!
-//! One [`KernelCc::on_ack`] is one ACK as the kernel sees it (in QUIC: one ACK frame). It runs,
-//! in `tcp_ack()`'s order: the RTT estimator, `pkts_acked` (the `delayed_ack` EWMA, the delay
-//! sample into the shared `delay_min`, HyStart), then `cong_avoid` (the cwnd-limited test,
-//! slow start with the era's increment and HyStart round logic, then the growth function and
-//! the AI step), then the pacing-rate update.
-//!
-//! Composition: a growth algorithm ([`Growth`]: CUBIC, BIC, Reno) times a slow-start strategy
-//! (`Profile::slow_start`), sharing a [`DelayState`] (`delay_min`, `epoch_start`) the way
-//! `tcp_cubic.c` shares them between HyStart and `bictcp_update()`.
-//!
+//! One [`KernelCc::on_ack`] is one ACK as the kernel sees it (in QUIC: one ACK frame); the
+//! era's order inside it (RTT estimator and `pkts_acked`, then growth and loss reaction in
+//! the order of that kernel's `tcp_ack()`, the CA states) is the driver's (`driver.rs`).
+//! The algorithm's own hooks (`ssthresh`, the growth step of `cong_avoid`, `set_state`,
+//! `pkts_acked`'s `delayed_ack`, `undo_cwnd`) are the module's [`CongestionOps`]
+//! ([`Growth`]: `cubic`, `bic`, `reno`); the shared steps (`tcp_slow_start`,
+//! `tcp_cong_avoid_ai`, the cwnd-limited test) are [`TcpSock`]'s. Slow start and its exits
+//! (kernel HyStart of the era with its `delay_min` / `epoch_start` in [`DelayState`], and
+//! the named non-kernel strategies HyStart++ and RFC 3742 outside its era) are run here.
+//! HyStart runs for CUBIC only unless a spec names it (`Profile::slow_start_for`).
+
 //! Deviations from TCP, by necessity of QUIC/quinn (documented in `PROFILES.md`): no undo
 //! (quinn 0.11 has no spurious-loss callback; [`KernelCc::undo_cwnd`] still computes the era's
 //! value), no PRR/rate halving (cwnd = ssthresh at once), ECN-CE handled as a loss (the
