@@ -143,7 +143,8 @@ impl KernelCc {
             return;
         }
         let ece_blocks_growth = loss == LossSignal::Ecn && b.tp.snd_cwnd >= b.tp.snd_ssthresh;
-        if self.profile.ack_order == AckOrder::AvoidFirst && !ece_blocks_growth {
+        let moderated = b.ack.ends_episode || b.tp.ca_state == CaState::Loss;
+        if self.profile.ack_order == AckOrder::AvoidFirst && !ece_blocks_growth && !moderated {
             // The growth already ran first, as in 2.6.x: only the loss reaction is left.
             self.loss_reaction(now_us, loss);
             return;
@@ -181,16 +182,22 @@ impl KernelCc {
                 {
                     self.cong_avoid(ack, now_j, prior_in_flight);
                 }
-                let was = self.tp.ca_state;
+                // 2.6.x tcp_fastretrans_alert() runs tcp_moderate_cwnd() (cwnd = min(cwnd,
+                // in_flight + tcp_max_burst())) on every ACK in TCP_CA_Loss that cannot undo,
+                // and on the ACK that leaves Recovery or Loss unless it starts a new
+                // recovery (tcp_try_to_open()).
+                let moderate = if ack.ends_episode {
+                    loss.is_none()
+                } else {
+                    self.tp.ca_state == CaState::Loss
+                };
                 if ack.ends_episode {
                     self.end_episode(ack.now_us);
                 }
                 if let Some(loss) = loss {
                     self.loss_reaction(ack.now_us, loss);
-                } else if ack.ends_episode || was == CaState::Loss {
-                    // 2.6.x tcp_fastretrans_alert(): every ACK in TCP_CA_Loss that cannot
-                    // undo, and the ACK that leaves Recovery or Loss (tcp_try_to_open), run
-                    // tcp_moderate_cwnd(): cwnd = min(cwnd, in_flight + tcp_max_burst()).
+                }
+                if moderate {
                     let cap = ack
                         .packets_in_flight
                         .saturating_add(self.profile.reordering);
