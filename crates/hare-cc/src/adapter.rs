@@ -40,7 +40,7 @@ use quinn_proto::congestion::{Controller, ControllerMetrics};
 use quinn_proto::RttEstimator;
 use std::time::Instant;
 
-use crate::engine::{AckEvent, KernelCc};
+use crate::engine::{AckEvent, KernelCc, LossSignal};
 use crate::events::{CcEvent, Snapshot};
 use crate::observer::{ConnectionId, Observer, Tap};
 use crate::profile::{Algorithm, Profile};
@@ -55,8 +55,10 @@ struct Frame {
     packets: u32,
     /// Their bytes.
     bytes: u64,
-    /// Send time of the most recently sent of them.
+    /// Send time of the most recently sent of them (`ca_rtt_us`).
     newest_sent: Option<Instant>,
+    /// Send time of the earliest sent of them (`seq_rtt_us`, for srtt).
+    oldest_sent: Option<Instant>,
     /// One of them was sent after the current recovery episode started.
     ends_recovery: bool,
 }
@@ -85,6 +87,9 @@ pub struct HareController {
     /// `now` of the congestion event that started the current (or last) recovery episode.
     recovery_start: Option<Instant>,
     in_recovery: bool,
+    /// `now` of the last `on_end_acks` while its frame may still report a loss (quinn calls
+    /// `on_congestion_event` after the acks of the frame that revealed it).
+    open_frame: Option<Instant>,
     tap: Option<Tap>,
 }
 
@@ -128,6 +133,7 @@ impl HareController {
             in_flight: 0,
             recovery_start: None,
             in_recovery: false,
+            open_frame: None,
             tap: None,
         };
         if let Some(observer) = observer {
@@ -184,17 +190,26 @@ impl HareController {
         self.in_recovery
     }
 
-    /// The kernel's pacing-rate estimate in bits per second: the model's `sk_pacing_rate`
+    /// The kernel's pacing-rate estimate in bytes per second (the unit of quinn's
+    /// `ControllerMetrics::pacing_rate` on its main branch, which paces from it): the model's
+    /// `sk_pacing_rate`
     /// (`tcp_update_pacing_rate`, Linux 4.3+, updated on every ACK): `mss * max(cwnd,
     /// packets_out) / srtt` times the profile's `pacing_ss_ratio` (200%) while `cwnd <
     /// ssthresh / 2` (slow start well below ssthresh, including while ssthresh is infinite)
     /// and `pacing_ca_ratio` (120%) otherwise, srtt being the kernel's 1/8-gain average of the
     /// per-frame samples. `None` before the first RTT sample. Informational (qlog): quinn
     /// paces with its own pacer.
-    pub fn pacing_rate_bps(&self) -> Option<u64> {
+    pub fn pacing_rate(&self) -> Option<u64> {
         match self.cc.pacing_rate() {
             0 => None,
-            bytes_per_s => Some(bytes_per_s.saturating_mul(8)),
+            bytes_per_s => Some(bytes_per_s),
+        }
+    }
+
+    /// The last ACK frame is complete: publish its decisions.
+    fn close_frame(&mut self) {
+        if self.open_frame.take().is_some() && self.cc.close_ack() {
+            self.after_decision(false);
         }
     }
 
@@ -204,12 +219,18 @@ impl HareController {
     pub fn on_packet_acked(&mut self, now: Instant, sent: Instant, bytes: u64) {
         // `now` is converted once per frame, in on_end_acks (same `now` for the whole frame).
         let _ = now;
+        if self.frame.packets == 0 {
+            self.close_frame();
+        }
         self.in_flight = self.in_flight.saturating_sub(bytes);
         let f = &mut self.frame;
         f.packets = f.packets.saturating_add(1);
         f.bytes = f.bytes.saturating_add(bytes);
         if f.newest_sent.is_none_or(|s| sent > s) {
             f.newest_sent = Some(sent);
+        }
+        if f.oldest_sent.is_none_or(|s| sent < s) {
+            f.oldest_sent = Some(sent);
         }
         if self.in_recovery && self.recovery_start.is_some_and(|r| sent > r) {
             f.ends_recovery = true;
@@ -276,7 +297,11 @@ impl HareController {
 
 impl Drop for HareController {
     fn drop(&mut self) {
+        self.cc.close_ack();
         if let Some(mut tap) = self.tap.take() {
+            for event in self.cc.drain_events() {
+                tap.push(event);
+            }
             tap.publish_blocking(|| self.snapshot());
         }
     }
@@ -290,6 +315,7 @@ fn trace_event(conn: u64, event: &CcEvent) {
 
 impl Controller for HareController {
     fn on_sent(&mut self, now: Instant, bytes: u64, last_packet_number: u64) {
+        self.close_frame();
         let now_us = self.now_us(now);
         self.in_flight = self.in_flight.saturating_add(bytes);
         let packets_out = self.packets_in_flight(self.in_flight);
@@ -315,6 +341,7 @@ impl Controller for HareController {
         _app_limited: bool,
         largest_packet_num_acked: Option<u64>,
     ) {
+        self.close_frame();
         let now_us = self.now_us(now);
         // quinn's figure is authoritative; it also removes the non-ack-eliciting bytes that
         // on_sent counted.
@@ -326,7 +353,6 @@ impl Controller for HareController {
         }
         if frame.ends_recovery {
             self.in_recovery = false;
-            self.cc.on_recovery_end(now_us);
         }
         let mss = u64::from(self.mss);
         let acked_pkts = if self.ack_carry == 0 && frame.bytes == u64::from(frame.packets) * mss {
@@ -337,17 +363,22 @@ impl Controller for HareController {
             self.ack_carry = total % mss;
             u32::try_from(total / mss).unwrap_or(u32::MAX)
         };
-        let rtt_us = frame.newest_sent.map(|sent| {
+        let rtt_of = |sent: Instant| {
             let d = now.saturating_duration_since(sent).as_micros();
             u64::try_from(d).unwrap_or(u64::MAX)
-        });
+        };
         self.cc.on_ack(&AckEvent {
             now_us,
+            packets: frame.packets,
             acked_pkts,
-            rtt_us,
+            rtt_us: frame.newest_sent.map(rtt_of),
+            seq_rtt_us: frame.oldest_sent.map(rtt_of),
             largest_acked: largest_packet_num_acked,
             packets_in_flight: self.packets_in_flight(in_flight),
+            ends_episode: frame.ends_recovery,
+            loss: None,
         });
+        self.open_frame = Some(now);
         self.after_decision(true);
     }
 
@@ -358,23 +389,33 @@ impl Controller for HareController {
         is_persistent_congestion: bool,
         lost_bytes: u64,
     ) {
+        // The same frame's loss (quinn detects losses right after the frame's acks, with the
+        // same `now`) goes into that ACK in the kernel's order; any other is a timer's.
+        let same_frame = self.open_frame == Some(now);
+        if !same_frame {
+            self.close_frame();
+        }
         let now_us = self.now_us(now);
         self.in_flight = self.in_flight.saturating_sub(lost_bytes);
-        if is_persistent_congestion {
-            self.cc.on_rto(now_us);
+        let signal = if is_persistent_congestion {
+            LossSignal::Rto
         } else if self.recovery_start.is_some_and(|start| sent <= start) {
             // A later loss batch (or CE mark) of the episode already answered.
             tracing::trace!(target: "hare_cc", t_us = now_us, "congestion event within recovery ignored");
             return;
+        } else if lost_bytes == 0 {
+            LossSignal::Ecn
         } else {
-            self.cc.on_congestion(now_us, lost_bytes == 0);
-        }
+            LossSignal::Loss
+        };
+        self.cc.amend_last_ack(now_us, signal);
         self.recovery_start = Some(now);
         self.in_recovery = true;
         self.after_decision(false);
     }
 
     fn on_mtu_update(&mut self, new_mtu: u16) {
+        self.close_frame();
         let new_mss = u32::from(new_mtu).max(1);
         if new_mss == self.mss {
             return;
@@ -392,7 +433,7 @@ impl Controller for HareController {
         let mut m = ControllerMetrics::default();
         m.congestion_window = self.cwnd_bytes();
         m.ssthresh = self.ssthresh_bytes();
-        m.pacing_rate = self.pacing_rate_bps();
+        m.pacing_rate = self.pacing_rate();
         m
     }
 

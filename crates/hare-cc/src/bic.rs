@@ -5,13 +5,15 @@
 
 use crate::cubic::{ACK_RATIO_SHIFT, BICTCP_BETA_SCALE};
 use crate::delay::DelayState;
-use crate::profile::{PreLossKey, Profile, UndoRule};
+use crate::ops::{CongestionOps, OpsCtx};
+use crate::profile::{AiStep, PreLossKey, Profile, UndoRule};
+use crate::tcp_sock::{CaState, TcpSock};
 
 /// `BICTCP_B`: binary search goes to `(max + min) / B`.
 pub const BICTCP_B: u32 = 4;
 
 /// One connection's `struct bictcp` (BIC).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bic {
     /// `cnt`: ACKs per +1 cwnd.
     pub cnt: u32,
@@ -41,9 +43,16 @@ impl Default for Bic {
 }
 
 impl Bic {
-    /// `bictcp_reset()` (init and `TCP_CA_Loss`; the caller resets `epoch_start`).
-    pub fn reset(&mut self) {
+    /// `bictcp_reset()` on `TCP_CA_Loss` (the caller resets `epoch_start`). Up to 2.6.39 the
+    /// reset clears `loss_cwnd` too; from the 3.x undo fix (`undo = loss-cwnd`, 4.4's
+    /// `bictcp_reset` has no `loss_cwnd` line, `bictcp_init` clears it) it survives the
+    /// reset, so an undo after an RTO can still restore the window.
+    pub fn reset(&mut self, undo: UndoRule) {
+        let loss_cwnd = self.loss_cwnd;
         *self = Bic::default();
+        if undo == UndoRule::LossCwnd {
+            self.loss_cwnd = loss_cwnd;
+        }
     }
 
     /// `bictcp_acked()`: `delayed_ack += cnt - delayed_ack / 16` (u32, state Open only).
@@ -145,11 +154,50 @@ impl Bic {
         }
     }
 
-    /// `undo_cwnd`: `max(cwnd, last_max_cwnd)` up to 4.x, then `tcp_reno_undo_cwnd`.
+    /// `undo_cwnd` of the era: `max(cwnd, last_max_cwnd)` to 2.6.39, `max(cwnd, loss_cwnd)`
+    /// in 4.4 (`bictcp_undo_cwnd`), `tcp_reno_undo_cwnd` (`max(cwnd, prior_cwnd)`) in 6.x.
     pub fn undo_cwnd(&self, cwnd: u32, prior_cwnd: u32, rule: UndoRule) -> u32 {
         match rule {
-            UndoRule::LastMax | UndoRule::LossCwnd => cwnd.max(self.last_max_cwnd),
+            UndoRule::LastMax => cwnd.max(self.last_max_cwnd),
+            UndoRule::LossCwnd => cwnd.max(self.loss_cwnd),
             UndoRule::PriorCwnd => cwnd.max(prior_cwnd),
         }
+    }
+}
+
+impl CongestionOps for Bic {
+    fn ssthresh(&mut self, ctx: &mut OpsCtx<'_>) -> u32 {
+        self.recalc_ssthresh(ctx.tp.snd_cwnd, ctx.profile, ctx.delay)
+    }
+
+    fn cong_avoid(&mut self, ctx: &mut OpsCtx<'_>, acked: u32, now_jiffies: u32) -> u32 {
+        let p = ctx.profile;
+        let guard = self.update(ctx.tp.snd_cwnd, now_jiffies, ctx.clock.hz(), p, ctx.delay);
+        // tcp_bic.c stepped once per ACK (`tcp_cong_avoid_ai(tp, cnt, 1)` in 4.x) until 5.7's
+        // stretch-ACK fix passes the ACKed packets (`tcp_cong_avoid_ai(tp, ca->cnt, acked)`).
+        if p.ai_step == AiStep::PerAck {
+            ctx.tp.cong_avoid_ai_per_ack(self.cnt);
+        } else if p.bic_stretch_ack {
+            ctx.tp.cong_avoid_ai_acked(self.cnt, acked);
+        } else {
+            ctx.tp.cong_avoid_ai_acked(self.cnt, 1);
+        }
+        u32::from(guard)
+    }
+
+    fn set_state(&mut self, profile: &Profile, new_state: CaState) {
+        if new_state == CaState::Loss {
+            self.reset(profile.undo);
+        }
+    }
+
+    fn pkts_acked(&mut self, _profile: &Profile, ca_state: CaState, pkts: u32) {
+        if ca_state == CaState::Open {
+            self.ack_ratio_sample(pkts);
+        }
+    }
+
+    fn undo_cwnd(&self, tp: &TcpSock, profile: &Profile) -> u32 {
+        Bic::undo_cwnd(self, tp.snd_cwnd, tp.prior_cwnd, profile.undo)
     }
 }

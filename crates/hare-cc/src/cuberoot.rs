@@ -2,10 +2,11 @@
 //!
 //! - 2.6.20 (9eb2d627190 "use Newton-Raphson"): start at `1 << (fls64(a) / 3)` and iterate
 //!   `x = (2x + a / (x * x)) / 3` until the change is at most 1. The kernel computes `x * x`
-//!   in 32 bits, so it divides by zero for `a >= 2^47` (`last_max - cwnd >= 52,481`) and is
-//!   wrong before that for large `a` (fixed in 2.6.22). hare computes `x * x` in 64 bits and
-//!   reports, through [`CubeRoot::overflowed`], when the kernel's 32-bit product would have
-//!   wrapped.
+//!   in 32 bits: for CUBIC's `a = cube_factor * d` the root equals the 64-bit one for every
+//!   `d = last_max - cwnd` below 52,481, and from there the 32-bit square is 0 (a divide by
+//!   zero; replaced in 2.6.22). hare computes `x * x` in 64 bits (the kernel's value wherever
+//!   it has one) and reports, through [`CubeRoot::overflowed`], when the kernel's 32-bit
+//!   product would have wrapped.
 //! - 2.6.22+ (7e58886b45b, c5f5877c043): a 64-entry table of `cbrt(x << 18) - 1` plus one
 //!   Newton step with a 64-bit divide, then `* 341 >> 10` (divide by 3); average error ~0.195%.
 

@@ -11,10 +11,12 @@
 use crate::clock::KernelClock;
 use crate::cuberoot::{cube_root_newton, cube_root_table};
 use crate::delay::DelayState;
+use crate::ops::{CongestionOps, OpsCtx};
 use crate::profile::{
-    ClockKind, CubeRootKind, CubicPreLossCap, DelayedAck, MinCntClamp, PreLossKey, Profile,
-    UndoRule,
+    AiStep, ClockKind, CubeRootKind, CubicPreLossCap, CubicTime, DelayedAck, MinCntClamp,
+    PreLossKey, Profile, UndoRule,
 };
+use crate::tcp_sock::{CaState, TcpSock};
 
 /// `BICTCP_BETA_SCALE`.
 pub const BICTCP_BETA_SCALE: u32 = 1024;
@@ -53,7 +55,7 @@ pub fn cubic_delta(cube_rtt_scale: u32, offs: u64) -> u32 {
 }
 
 /// One connection's `struct bictcp` growth state (CUBIC).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cubic {
     /// `cnt`: ACKs (old eras) or packets (modern) per +1 cwnd.
     pub cnt: u32,
@@ -224,12 +226,28 @@ impl Cubic {
         // t in 1/1024 s since the epoch start, plus the minimum delay.
         let dmin_j = delay.delay_min_jiffies(u.clock_kind, u.clock);
         let hz = u64::from(u.clock.hz());
-        let t: u64 = if p.cubic_t_64bit {
-            let elapsed = now.wrapping_sub(delay.epoch_start) as i32 as i64 as u64;
-            (elapsed.wrapping_add(u64::from(dmin_j)) << BICTCP_HZ) / hz
-        } else {
-            let sum = now.wrapping_add(dmin_j).wrapping_sub(delay.epoch_start);
-            u64::from((sum << BICTCP_HZ) / u.clock.hz())
+        let t: u64 = match p.cubic_t {
+            // 4.1+: `t = (s32)(tcp_jiffies32 - epoch_start); t += delay; t <<= 10; t /= HZ`
+            // on a u64 (the 2015 stretch-ACK series).
+            CubicTime::S64 => {
+                let elapsed = now.wrapping_sub(delay.epoch_start) as i32 as i64 as u64;
+                (elapsed.wrapping_add(u64::from(dmin_j)) << BICTCP_HZ) / hz
+            }
+            // 2.6.39 - 3.x: `msecs_to_jiffies()` returns `unsigned long`, so the u32 jiffies
+            // and epoch are widened and the sum, shift and division are 64-bit on a 64-bit
+            // machine; the result is stored in the u32 `t`. A jiffies wrap between the epoch
+            // start and now makes the difference wrap near 2^64, not 2^32.
+            CubicTime::Ulong => {
+                let sum = u64::from(now)
+                    .wrapping_add(u64::from(dmin_j))
+                    .wrapping_sub(u64::from(delay.epoch_start));
+                u64::from(((sum << BICTCP_HZ) / hz) as u32)
+            }
+            // To 2.6.38: all u32 (`delay_min >> 3` is a u32).
+            CubicTime::U32 => {
+                let sum = now.wrapping_add(dmin_j).wrapping_sub(delay.epoch_start);
+                u64::from((sum << BICTCP_HZ) / u.clock.hz())
+            }
         };
         let k = u64::from(self.bic_k);
         let offs = k.abs_diff(t);
@@ -354,4 +372,47 @@ pub struct CubicUpdate<'a> {
     pub clock: &'a KernelClock,
     /// Unit of `delay_min`.
     pub clock_kind: ClockKind,
+}
+
+impl CongestionOps for Cubic {
+    fn ssthresh(&mut self, ctx: &mut OpsCtx<'_>) -> u32 {
+        self.recalc_ssthresh(ctx.tp.snd_cwnd, ctx.profile, ctx.delay)
+    }
+
+    fn cong_avoid(&mut self, ctx: &mut OpsCtx<'_>, acked: u32, now_jiffies: u32) -> u32 {
+        let p = ctx.profile;
+        let per_ack = p.ai_step == AiStep::PerAck;
+        let u = CubicUpdate {
+            profile: p,
+            cwnd: ctx.tp.snd_cwnd,
+            acked: if per_ack { 1 } else { acked },
+            now_jiffies,
+            clock: ctx.clock,
+            clock_kind: p.clock,
+        };
+        self.update(&u, ctx.delay);
+        if per_ack {
+            ctx.tp.cong_avoid_ai_per_ack(self.cnt);
+        } else {
+            ctx.tp.cong_avoid_ai_acked(self.cnt, acked);
+        }
+        // CUBIC counts its own guards in `Cubic::guards`.
+        0
+    }
+
+    fn set_state(&mut self, profile: &Profile, new_state: CaState) {
+        if new_state == CaState::Loss {
+            self.reset_on_loss(profile);
+        }
+    }
+
+    fn pkts_acked(&mut self, profile: &Profile, ca_state: CaState, pkts: u32) {
+        if ca_state == CaState::Open && profile.delayed_ack != DelayedAck::Off {
+            self.ack_ratio_sample(pkts, profile.delayed_ack);
+        }
+    }
+
+    fn undo_cwnd(&self, tp: &TcpSock, profile: &Profile) -> u32 {
+        Cubic::undo_cwnd(self, tp.snd_cwnd, tp.prior_cwnd, profile.undo)
+    }
 }

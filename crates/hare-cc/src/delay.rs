@@ -69,7 +69,17 @@ impl DelayState {
             clock.jiffies(now_us).wrapping_sub(clock.jiffies(sent)) as i32
         };
         let rtt_us: u64 = match rules.rtt_sample {
-            RttSample::Tsecr => jiffies_to_usecs(hz, seq_rtt().max(0) as u32),
+            RttSample::Tsecr => {
+                // 2.6.20 - 2.6.22 `measure_delay()`: `if (!(saw_tstamp && rcv_tsecr)) return`:
+                // an echoed timestamp (the jiffies the packet was sent at) of 0 reads as "no
+                // timestamp", so a packet sent when the u32 jiffies counter read 0 gives no
+                // sample.
+                let sent_j = clock.jiffies(now_us.saturating_sub(rtt_us));
+                if sent_j == 0 {
+                    return None;
+                }
+                jiffies_to_usecs(hz, clock.jiffies(now_us).wrapping_sub(sent_j))
+            }
             RttSample::JiffiesPositive => {
                 let j = seq_rtt();
                 if j <= 0 {

@@ -5,16 +5,17 @@
 //! (`now_us`), sequence numbers are QUIC packet numbers (the analogue of `snd_nxt` /
 //! `snd_una`; the model's `snd_una` is "largest acknowledged + 1").
 //!
-//! One [`KernelCc::on_ack`] is one ACK as the kernel sees it (in QUIC: one ACK frame). It runs,
-//! in `tcp_ack()`'s order: the RTT estimator, `pkts_acked` (the `delayed_ack` EWMA, the delay
-//! sample into the shared `delay_min`, HyStart), then `cong_avoid` (the cwnd-limited test,
-//! slow start with the era's increment and HyStart round logic, then the growth function and
-//! the AI step), then the pacing-rate update.
-//!
-//! Composition: a growth algorithm ([`Growth`]: CUBIC, BIC, Reno) times a slow-start strategy
-//! (`Profile::slow_start`), sharing a [`DelayState`] (`delay_min`, `epoch_start`) the way
-//! `tcp_cubic.c` shares them between HyStart and `bictcp_update()`.
-//!
+//! One [`KernelCc::on_ack`] is one ACK as the kernel sees it (in QUIC: one ACK frame); the
+//! era's order inside it (RTT estimator and `pkts_acked`, then growth and loss reaction in
+//! the order of that kernel's `tcp_ack()`, the CA states) is the driver's (`driver.rs`).
+//! The algorithm's own hooks (`ssthresh`, the growth step of `cong_avoid`, `set_state`,
+//! `pkts_acked`'s `delayed_ack`, `undo_cwnd`) are the module's [`CongestionOps`]
+//! ([`Growth`]: `cubic`, `bic`, `reno`); the shared steps (`tcp_slow_start`,
+//! `tcp_cong_avoid_ai`, the cwnd-limited test) are [`TcpSock`]'s. Slow start and its exits
+//! (kernel HyStart of the era with its `delay_min` / `epoch_start` in [`DelayState`], and
+//! the named non-kernel strategies HyStart++ and RFC 3742 outside its era) are run here.
+//! HyStart runs for CUBIC only unless a spec names it (`Profile::slow_start_for`).
+
 //! Deviations from TCP, by necessity of QUIC/quinn (documented in `PROFILES.md`): no undo
 //! (quinn 0.11 has no spurious-loss callback; [`KernelCc::undo_cwnd`] still computes the era's
 //! value), no PRR/rate halving (cwnd = ssthresh at once), ECN-CE handled as a loss (the
@@ -23,72 +24,79 @@
 
 use crate::bic::Bic;
 use crate::clock::{after32, KernelClock};
-use crate::cubic::{Cubic, CubicUpdate};
+use crate::cubic::Cubic;
 use crate::delay::{delay_to_us, DelayRules, DelayState};
+use crate::driver::BeforeGrowth;
+pub use crate::driver::{AckEvent, LossSignal};
 use crate::events::{CcEvent, ExitReason, Phase, Snapshot};
 use crate::hystart::{HyStart, HyStartInput};
 use crate::hystart_pp::{HyStartPp, PpTransition};
-use crate::profile::{
-    AiStep, Algorithm, DelayedAck, Profile, RoundReset, RttSample, SlowStartKind, SsIncrement,
-};
-use crate::reno::{reno_ssthresh, reno_undo_cwnd};
+use crate::ops::{CongestionOps, OpsCtx};
+use crate::profile::{Algorithm, Profile, RoundReset, RttSample, SlowStartKind, SsIncrement};
+use crate::reno::Reno;
 use crate::tcp_sock::{CaState, CwndLimitedCtx, TcpSock, TCP_INFINITE_SSTHRESH};
 
 /// `tracing` target of every event the model emits.
 pub const TRACE_TARGET: &str = "hare_cc";
 
-/// One ACK (in QUIC: one ACK frame, i.e. one `on_end_acks` batch) as the kernel sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AckEvent {
-    /// Microseconds since the controller was built.
-    pub now_us: u64,
-    /// Newly acknowledged ack-eliciting packets in this ACK (`acked` / `pkts_acked`).
-    pub acked_pkts: u32,
-    /// RTT sample of this ACK in microseconds: `now - sent` of the most recently sent newly
-    /// acked packet (the kernel's `ca_rtt_us`), `None` when there is none.
-    pub rtt_us: Option<u64>,
-    /// Largest packet number acknowledged (the `snd_una` analogue for HyStart rounds).
-    pub largest_acked: Option<u64>,
-    /// Packets still in flight after this ACK (`packets_out`).
-    pub packets_in_flight: u32,
-}
-
 /// The window-growth algorithm and its private state.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Growth {
     /// `tcp_cubic.c`.
     Cubic(Cubic),
     /// `tcp_bic.c`.
     Bic(Bic),
     /// `tcp_cong.c` Reno (stateless).
-    Reno,
+    Reno(Reno),
+}
+
+impl Growth {
+    /// The module's `tcp_congestion_ops`.
+    pub fn ops_mut(&mut self) -> &mut dyn CongestionOps {
+        match self {
+            Growth::Cubic(c) => c,
+            Growth::Bic(b) => b,
+            Growth::Reno(r) => r,
+        }
+    }
+
+    /// The module's `tcp_congestion_ops` (read-only hooks).
+    pub fn ops(&self) -> &dyn CongestionOps {
+        match self {
+            Growth::Cubic(c) => c,
+            Growth::Bic(b) => b,
+            Growth::Reno(r) => r,
+        }
+    }
 }
 
 /// The kernel model of one connection's congestion control.
 #[derive(Debug, Clone)]
 pub struct KernelCc {
-    algorithm: Algorithm,
-    profile: Profile,
-    paced: bool,
-    clock: KernelClock,
-    rules: DelayRules,
-    tp: TcpSock,
-    delay: DelayState,
-    growth: Growth,
-    hystart: HyStart,
-    hspp: HyStartPp,
+    pub(crate) algorithm: Algorithm,
+    pub(crate) profile: Profile,
+    pub(crate) paced: bool,
+    pub(crate) clock: KernelClock,
+    pub(crate) rules: DelayRules,
+    pub(crate) tp: TcpSock,
+    pub(crate) delay: DelayState,
+    pub(crate) growth: Growth,
+    pub(crate) hystart: HyStart,
+    pub(crate) hspp: HyStartPp,
     /// The slow-start strategy in force (HyStart++ falls back to standard after an RTO).
-    slow_start: SlowStartKind,
-    events: Vec<CcEvent>,
-    t_us: u64,
+    pub(crate) slow_start: SlowStartKind,
+    pub(crate) events: Vec<CcEvent>,
+    pub(crate) t_us: u64,
     /// Slow start has ended since the last (re)start; the next exit is not reported again.
-    ss_exited: bool,
-    exit_reason: Option<ExitReason>,
-    exit_cwnd: Option<u32>,
-    exit_t_us: Option<u64>,
-    reductions: u32,
-    rto_resets: u32,
-    guards: u32,
+    pub(crate) ss_exited: bool,
+    pub(crate) exit_reason: Option<ExitReason>,
+    pub(crate) exit_cwnd: Option<u32>,
+    pub(crate) exit_t_us: Option<u64>,
+    pub(crate) reductions: u32,
+    pub(crate) rto_resets: u32,
+    pub(crate) guards: u32,
+    /// The last ACK's state before its growth step (see [`KernelCc::amend_last_ack`]).
+    pub(crate) before_growth: Option<BeforeGrowth>,
 }
 
 impl KernelCc {
@@ -104,7 +112,7 @@ impl KernelCc {
         } else {
             p.initial_cwnd
         };
-        let mut tp = TcpSock::new(iw, p.cwnd_clamp, mss);
+        let mut tp = TcpSock::new(iw, p.cwnd_clamp, mss).with_cwnd_cnt_bits(p.cwnd_cnt_bits);
         let now_j = clock.jiffies(0);
         tp.lsndtime = now_j;
 
@@ -116,7 +124,9 @@ impl KernelCc {
         if p.route_ssthresh != 0 {
             tp.snd_ssthresh = p.route_ssthresh;
         }
-        let hystart_on = p.slow_start == SlowStartKind::HyStart;
+        // HyStart is tcp_cubic.c's: BIC and Reno run it only when the spec names it.
+        let slow_start = p.slow_start_for(algorithm);
+        let hystart_on = slow_start == SlowStartKind::HyStart;
         let module_param = match algorithm {
             Algorithm::Cubic => !hystart_on,
             Algorithm::Bic => true,
@@ -128,7 +138,7 @@ impl KernelCc {
         let growth = match algorithm {
             Algorithm::Cubic => Growth::Cubic(Cubic::new(&p)),
             Algorithm::Bic => Growth::Bic(Bic::default()),
-            Algorithm::Reno => Growth::Reno,
+            Algorithm::Reno => Growth::Reno(Reno),
         };
         let rules = DelayRules {
             clock: p.clock,
@@ -139,7 +149,7 @@ impl KernelCc {
         let mut cc = KernelCc {
             algorithm,
             paced: p.paced.resolve(paced),
-            slow_start: p.slow_start,
+            slow_start,
             clock,
             rules,
             tp,
@@ -156,6 +166,7 @@ impl KernelCc {
             reductions: 0,
             rto_resets: 0,
             guards: 0,
+            before_growth: None,
             profile: p,
         };
         // bictcp_init: `if (hystart) bictcp_hystart_reset(sk)`.
@@ -167,6 +178,8 @@ impl KernelCc {
     /// Packets were sent; `snd_nxt` is the next packet number to be sent after them
     /// (last sent + 1), `packets_out` the packets in flight after sending.
     pub fn on_sent(&mut self, now_us: u64, snd_nxt: u64, packets_out: u32) {
+        // A hook outside the last ACK: that ACK is complete.
+        self.before_growth = None;
         self.t_us = now_us;
         let now_j = self.clock.jiffies(now_us);
         // tcp_event_data_sent(): CA_EVENT_TX_START when nothing was in flight.
@@ -192,153 +205,16 @@ impl KernelCc {
         self.tp.cwnd_validate(self.profile.cwnd_limited, limited);
     }
 
-    /// One ACK: `pkts_acked` then `cong_avoid`, as `tcp_ack()` orders them.
-    pub fn on_ack(&mut self, ack: &AckEvent) {
-        self.t_us = ack.now_us;
-        let now_j = self.clock.jiffies(ack.now_us);
-        if let Some(largest) = ack.largest_acked {
-            let una = largest.saturating_add(1);
-            if una > self.tp.snd_una {
-                self.tp.snd_una = una;
-            }
-            if una > self.tp.snd_nxt {
-                self.tp.snd_nxt = una;
-            }
-        }
-        let prior_in_flight = ack.packets_in_flight.saturating_add(ack.acked_pkts);
-        self.tp.packets_out = ack.packets_in_flight;
-        if ack.acked_pkts == 0 {
-            // No FLAG_DATA_ACKED: neither pkts_acked nor cong_avoid run.
-            return;
-        }
-        // tcp_ack_update_rtt() runs in tcp_clean_rtx_queue() before pkts_acked.
-        if let Some(rtt) = ack.rtt_us {
-            self.tp.rtt_estimator(rtt);
-        }
-
-        self.pkts_acked(ack, now_j);
-
-        // tcp_may_raise_cwnd(): no growth in Recovery / CWR.
-        if self.tp.ca_state == CaState::Open {
-            self.cong_avoid(ack, now_j, prior_in_flight);
-        }
-
-        self.tp
-            .update_pacing_rate(self.profile.pacing_ss_ratio, self.profile.pacing_ca_ratio);
-        self.check_ssthresh_reached();
-    }
-
-    /// A congestion event outside a recovery episode (the adapter filters repeats):
-    /// ssthresh = the algorithm's `ssthresh()`, cwnd = ssthresh (quinn has no PRR),
-    /// state Recovery. `ecn` is true for ECN-CE.
-    pub fn on_congestion(&mut self, now_us: u64, ecn: bool) {
-        self.t_us = now_us;
-        if self.tp.ca_state == CaState::Recovery {
-            return;
-        }
-        let from = self.tp.snd_cwnd;
-        let in_ss = self.in_slow_start();
-        if !ecn {
-            self.tp.prior_ssthresh = self.tp.current_ssthresh();
-        }
-        self.tp.prior_cwnd = from;
-        let ssthresh = self.alg_ssthresh();
-        self.tp.snd_ssthresh = ssthresh;
-        self.tp.snd_cwnd = ssthresh.min(self.tp.snd_cwnd_clamp);
-        self.tp.snd_cwnd_cnt = 0;
-        self.tp.ca_state = CaState::Recovery;
-        self.hspp.in_css = false;
-        if in_ss && !self.ss_exited {
-            self.record_exit(now_us, from, ssthresh, ExitReason::Loss);
-        }
-        self.reductions = self.reductions.saturating_add(1);
-        tracing::info!(
-            target: TRACE_TARGET,
-            t_us = now_us,
-            from_cwnd = from,
-            to_cwnd = self.tp.snd_cwnd,
-            ssthresh,
-            ecn,
-            "window reduced"
-        );
-        self.events.push(CcEvent::WindowReduced {
-            t_us: now_us,
-            from_cwnd: from,
-            to_cwnd: self.tp.snd_cwnd,
-            ssthresh,
-            ecn,
-        });
-    }
-
-    /// The recovery episode ended (a packet sent after it began was acknowledged).
-    pub fn on_recovery_end(&mut self, now_us: u64) {
-        self.t_us = now_us;
-        if self.tp.ca_state != CaState::Recovery {
-            return;
-        }
-        self.tp.ca_state = CaState::Open;
-        tracing::info!(
-            target: TRACE_TARGET,
-            t_us = now_us,
-            cwnd = self.tp.snd_cwnd,
-            "recovery ended"
-        );
-        self.events.push(CcEvent::RecoveryEnded {
-            t_us: now_us,
-            cwnd: self.tp.snd_cwnd,
-        });
-    }
-
-    /// Persistent congestion: the kernel's RTO path of the era (`ssthresh()` then
-    /// `CA_Loss` with its state reset, cwnd to the loss window).
-    pub fn on_rto(&mut self, now_us: u64) {
-        self.t_us = now_us;
-        let from = self.tp.snd_cwnd;
-        let in_ss = self.in_slow_start();
-        // tcp_enter_loss(): reduce ssthresh unless it was already reduced in this window.
-        if self.tp.ca_state != CaState::Recovery {
-            self.tp.prior_ssthresh = self.tp.current_ssthresh();
-            self.tp.prior_cwnd = from;
-            self.tp.snd_ssthresh = self.alg_ssthresh();
-        }
-        let ssthresh = self.tp.snd_ssthresh;
-        if in_ss && !self.ss_exited {
-            self.record_exit(now_us, from, ssthresh, ExitReason::Rto);
-        }
-        // Loss window: 1 segment (modern: packets_in_flight + 1 after marking all lost).
-        self.tp.snd_cwnd = 1;
-        self.tp.snd_cwnd_cnt = 0;
-        // tcp_set_ca_state(TCP_CA_Loss): bictcp_reset() and bictcp_hystart_reset().
-        self.tp.ca_state = CaState::Loss;
-        match &mut self.growth {
-            Growth::Cubic(c) => c.reset_on_loss(&self.profile),
-            Growth::Bic(b) => b.reset(),
-            Growth::Reno => {}
-        }
+    /// The algorithm's `set_state(TCP_CA_Loss)`: `bictcp_reset()` (CUBIC, BIC) and, in
+    /// CUBIC, `bictcp_hystart_reset()`.
+    pub(crate) fn reset_algorithm_on_loss(&mut self, now_us: u64) {
+        self.growth
+            .ops_mut()
+            .set_state(&self.profile, CaState::Loss);
         self.delay.reset();
         self.hystart.found = 0;
         let now = self.hystart_clock(now_us);
         self.hystart.reset_round(now, self.tp.snd_nxt);
-        if self.slow_start == SlowStartKind::HyStartPp {
-            self.slow_start = SlowStartKind::Standard;
-            self.hspp.in_css = false;
-        }
-        // The model leaves CA_Loss at once: slow start resumes from the loss window.
-        self.tp.ca_state = CaState::Open;
-        self.ss_exited = false;
-        self.rto_resets = self.rto_resets.saturating_add(1);
-        tracing::info!(
-            target: TRACE_TARGET,
-            t_us = now_us,
-            from_cwnd = from,
-            ssthresh,
-            "rto reset"
-        );
-        self.events.push(CcEvent::RtoReset {
-            t_us: now_us,
-            from_cwnd: from,
-            ssthresh,
-        });
     }
 
     /// The segment size changed (MTU discovery): rescale as the kernel does.
@@ -348,6 +224,8 @@ impl KernelCc {
     /// tcp_current_ssthresh()` (before it the value went to `rcv_ssthresh`). A smaller one is
     /// `tcp_sync_mss()` after a black-hole/ICMP event: cwnd stays in segments.
     pub fn on_mss_change(&mut self, now_us: u64, new_mss: u32) {
+        // A hook outside the last ACK: that ACK is complete.
+        self.before_growth = None;
         self.t_us = now_us;
         if new_mss == 0 || new_mss == self.tp.mss {
             return;
@@ -386,12 +264,16 @@ impl KernelCc {
         let (last_max, k, origin, cnt) = match &self.growth {
             Growth::Cubic(c) => (c.last_max_cwnd, c.bic_k, c.bic_origin_point, c.cnt),
             Growth::Bic(b) => (b.last_max_cwnd, 0, 0, b.cnt),
-            Growth::Reno => (0, 0, 0, self.tp.snd_cwnd),
+            Growth::Reno(_) => (0, 0, 0, self.tp.snd_cwnd),
         };
         let ssthresh = self.ssthresh();
+        let profile = match p.non_kernel(self.algorithm) {
+            Some(what) => format!("{} (non-kernel: {what})", p.name),
+            None => p.name.clone(),
+        };
         Snapshot {
             algorithm: self.algorithm.to_string(),
-            profile: p.name.clone(),
+            profile,
             phase: Some(self.phase()),
             t_us: self.t_us,
             mss: self.tp.mss,
@@ -418,9 +300,23 @@ impl KernelCc {
         }
     }
 
-    /// Take the decisions made since the last call.
+    /// Take the decisions made since the last call, except those of the last ACK's growth
+    /// step while [`KernelCc::amend_last_ack`] may still replace them (until
+    /// [`KernelCc::close_ack`]).
     pub fn drain_events(&mut self) -> std::vec::Drain<'_, CcEvent> {
-        self.events.drain(..)
+        let end = match &mut self.before_growth {
+            Some(b) => std::mem::take(&mut b.events),
+            None => self.events.len(),
+        };
+        self.events.drain(..end)
+    }
+
+    /// The last ACK is complete (nothing more of its frame can follow): its decisions are
+    /// final and [`KernelCc::amend_last_ack`] no longer rewinds it. Returns whether events
+    /// are waiting.
+    pub fn close_ack(&mut self) -> bool {
+        self.before_growth = None;
+        !self.events.is_empty()
     }
 
     // ---- additional read-only accessors ----
@@ -515,22 +411,12 @@ impl KernelCc {
     /// The window the era's `undo_cwnd` would restore (quinn 0.11 never undoes; exposed so the
     /// era-specific arithmetic stays tested).
     pub fn undo_cwnd(&self) -> u32 {
-        let cwnd = self.tp.snd_cwnd;
-        match &self.growth {
-            Growth::Cubic(c) => c.undo_cwnd(cwnd, self.tp.prior_cwnd, self.profile.undo),
-            Growth::Bic(b) => b.undo_cwnd(cwnd, self.tp.prior_cwnd, self.profile.undo),
-            Growth::Reno => reno_undo_cwnd(
-                cwnd,
-                self.tp.snd_ssthresh,
-                self.tp.prior_cwnd,
-                self.profile.undo,
-            ),
-        }
+        self.growth.ops().undo_cwnd(&self.tp, &self.profile)
     }
 
     // ---- the tcp_ack() steps ----
 
-    fn in_slow_start(&self) -> bool {
+    pub(crate) fn in_slow_start(&self) -> bool {
         self.tp.in_slow_start(self.profile.ss_compare)
     }
 
@@ -544,21 +430,13 @@ impl KernelCc {
     }
 
     /// `ca_ops->pkts_acked()`.
-    fn pkts_acked(&mut self, ack: &AckEvent, now_j: u32) {
-        let open = self.tp.ca_state == CaState::Open;
-        match &mut self.growth {
-            Growth::Cubic(c) => {
-                if open && self.profile.delayed_ack != DelayedAck::Off {
-                    c.ack_ratio_sample(ack.acked_pkts, self.profile.delayed_ack);
-                }
-            }
-            Growth::Bic(b) => {
-                if open {
-                    b.ack_ratio_sample(ack.acked_pkts);
-                }
-            }
-            Growth::Reno => {}
-        }
+    pub(crate) fn pkts_acked(&mut self, ack: &AckEvent, now_j: u32) {
+        // The kernel's count is packets (tcp_skb_pcount >= 1 each): an ACK of less than a
+        // segment of bytes still counts one.
+        let cnt = ack.acked_pkts.max(1);
+        self.growth
+            .ops_mut()
+            .pkts_acked(&self.profile, self.tp.ca_state, cnt);
 
         if self.slow_start == SlowStartKind::HyStartPp && self.in_slow_start() {
             self.hystart_pp_ack(ack);
@@ -679,7 +557,7 @@ impl KernelCc {
     }
 
     /// `ca_ops->cong_avoid()` of the algorithm and era.
-    fn cong_avoid(&mut self, ack: &AckEvent, now_j: u32, prior_in_flight: u32) {
+    pub(crate) fn cong_avoid(&mut self, ack: &AckEvent, now_j: u32, prior_in_flight: u32) {
         if self.profile.rtt_sample == RttSample::Tsecr {
             // 2.6.20 measure_delay(): before the cwnd-limited test.
             if let Some(rtt) = ack.rtt_us {
@@ -758,8 +636,10 @@ impl KernelCc {
                     return None;
                 }
                 let left = self.tp.slow_start_acked(acked);
-                // tcp_bic.c never passes the leftover on; CUBIC and Reno do.
-                if left == 0 || self.algorithm == Algorithm::Bic {
+                // CUBIC and Reno pass the leftover on; tcp_bic.c only from "tcp: fix stretch
+                // ACK bugs in BIC" (5.7: `acked = tcp_slow_start(tp, acked); if (!acked)
+                // return;`).
+                if left == 0 || (self.algorithm == Algorithm::Bic && !p.bic_stretch_ack) {
                     None
                 } else {
                     Some(left)
@@ -768,67 +648,33 @@ impl KernelCc {
         }
     }
 
-    /// The growth function and the AI step.
+    /// The growth function and the AI step: the module's `cong_avoid` after slow start.
     fn congestion_avoidance(&mut self, acked: u32, now_j: u32) {
-        let p = &self.profile;
-        let per_ack = p.ai_step == AiStep::PerAck;
-        match &mut self.growth {
-            Growth::Cubic(c) => {
-                let u = CubicUpdate {
-                    profile: p,
-                    cwnd: self.tp.snd_cwnd,
-                    acked: if per_ack { 1 } else { acked },
-                    now_jiffies: now_j,
-                    clock: &self.clock,
-                    clock_kind: p.clock,
-                };
-                c.update(&u, &mut self.delay);
-                if per_ack {
-                    self.tp.cong_avoid_ai_per_ack(c.cnt);
-                } else {
-                    self.tp.cong_avoid_ai_acked(c.cnt, acked);
-                }
-            }
-            Growth::Bic(b) => {
-                if b.update(self.tp.snd_cwnd, now_j, self.clock.hz(), p, &mut self.delay) {
-                    self.guards = self.guards.saturating_add(1);
-                }
-                // tcp_bic.c steps once per ACK in every era (`tcp_cong_avoid_ai(tp, cnt, 1)`).
-                if per_ack {
-                    self.tp.cong_avoid_ai_per_ack(b.cnt);
-                } else {
-                    self.tp.cong_avoid_ai_acked(b.cnt, 1);
-                }
-            }
-            Growth::Reno => {
-                let w = self.tp.snd_cwnd;
-                if per_ack {
-                    self.tp.cong_avoid_ai_per_ack(w);
-                } else {
-                    self.tp.cong_avoid_ai_acked(w, acked);
-                }
-            }
-        }
+        let mut ctx = OpsCtx {
+            tp: &mut self.tp,
+            profile: &self.profile,
+            clock: &self.clock,
+            delay: &mut self.delay,
+        };
+        let guards = self.growth.ops_mut().cong_avoid(&mut ctx, acked, now_j);
+        self.guards = self.guards.saturating_add(guards);
     }
 
     /// `ca_ops->ssthresh()`.
-    fn alg_ssthresh(&mut self) -> u32 {
-        let cwnd = self.tp.snd_cwnd;
-        match &mut self.growth {
-            Growth::Cubic(c) => c.recalc_ssthresh(cwnd, &self.profile, &mut self.delay),
-            Growth::Bic(b) => b.recalc_ssthresh(cwnd, &self.profile, &mut self.delay),
-            Growth::Reno => {
-                // Reno has no epoch; the shared epoch (used by HyStart's blackout) ends too.
-                self.delay.epoch_start = 0;
-                reno_ssthresh(cwnd)
-            }
-        }
+    pub(crate) fn alg_ssthresh(&mut self) -> u32 {
+        let mut ctx = OpsCtx {
+            tp: &mut self.tp,
+            profile: &self.profile,
+            clock: &self.clock,
+            delay: &mut self.delay,
+        };
+        self.growth.ops_mut().ssthresh(&mut ctx)
     }
 
     /// Slow start ended by reaching a preset ssthresh (or one set by HyStart / HyStart++,
     /// already reported).
-    fn check_ssthresh_reached(&mut self) {
-        if self.ss_exited || self.tp.ca_state != CaState::Open || self.in_slow_start() {
+    pub(crate) fn check_ssthresh_reached(&mut self) {
+        if self.ss_exited || self.tp.ca_state == CaState::Recovery || self.in_slow_start() {
             return;
         }
         let cwnd = self.tp.snd_cwnd;
@@ -836,7 +682,7 @@ impl KernelCc {
         self.record_exit(self.t_us, cwnd, ssthresh, ExitReason::SsthreshReached);
     }
 
-    fn record_exit(&mut self, t_us: u64, cwnd: u32, ssthresh: u32, reason: ExitReason) {
+    pub(crate) fn record_exit(&mut self, t_us: u64, cwnd: u32, ssthresh: u32, reason: ExitReason) {
         self.ss_exited = true;
         self.exit_reason = Some(reason);
         self.exit_cwnd = Some(cwnd);

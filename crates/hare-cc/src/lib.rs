@@ -3,9 +3,10 @@
 //! The crate has two layers:
 //! - a *kernel model* in the kernel's own units (cwnd in segments with the fractional
 //!   `snd_cwnd_cnt` counter, time on a jiffies / ms / us clock chosen by the [`Profile`]):
-//!   [`engine::KernelCc`] drives a window-growth algorithm (CUBIC, BIC, Reno) and a slow-start
-//!   strategy (standard, `initial_ssthresh` clamp, RFC 3742, kernel HyStart of an era,
-//!   HyStart++) exactly as `tcp_cubic.c` / `tcp_bic.c` / `tcp_cong.c` of the named version do;
+//!   [`engine::KernelCc`] runs one algorithm module's `tcp_congestion_ops`
+//!   ([`ops::CongestionOps`]: CUBIC with its HyStart, BIC, Reno) in the order the named
+//!   kernel version's `tcp_ack()` runs them, with that version's arithmetic; [`hooks`] drives
+//!   it hook by hook from a chosen state;
 //! - a *quinn adapter* that converts quinn's bytes and `Instant`s into that model and
 //!   implements `quinn_proto::congestion::Controller`.
 #![warn(missing_docs)]
@@ -16,12 +17,15 @@ pub mod clock;
 pub mod cuberoot;
 pub mod cubic;
 pub mod delay;
+mod driver;
 pub mod engine;
 pub mod events;
 pub mod factory;
+pub mod hooks;
 pub mod hystart;
 pub mod hystart_pp;
 pub mod observer;
+pub mod ops;
 pub mod profile;
 pub mod profile_kinds;
 pub mod reno;

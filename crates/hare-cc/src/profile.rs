@@ -18,9 +18,9 @@ use std::str::FromStr;
 use thiserror::Error;
 
 pub use crate::profile_kinds::{
-    AiStep, ClockKind, CubeRootKind, CubicPreLossCap, CurrRttRule, CwndLimitedRule, DelayBlackout,
-    DelayedAck, MinCntClamp, Paced, PreLossKey, RoundReset, RttSample, SlowStartKind, SsCompare,
-    SsIncrement, TrainCompare, TrainThreshold, UndoRule,
+    AckOrder, AiStep, ClockKind, CubeRootKind, CubicPreLossCap, CubicTime, CurrRttRule,
+    CwndLimitedRule, DelayBlackout, DelayedAck, MinCntClamp, Paced, PreLossKey, RoundReset,
+    RttSample, SlowStartKind, SsCompare, SsIncrement, TrainCompare, TrainThreshold, UndoRule,
 };
 
 /// Window-growth algorithm of the kernel model.
@@ -167,10 +167,12 @@ macro_rules! enum_param {
 }
 
 enum_param!(
+    AckOrder,
     AiStep,
     ClockKind,
     CubeRootKind,
     CubicPreLossCap,
+    CubicTime,
     CurrRttRule,
     CwndLimitedRule,
     DelayBlackout,
@@ -216,6 +218,9 @@ fn signed_range(v: &u32) -> Option<&'static str> {
 fn shift_range(v: &u32) -> Option<&'static str> {
     (*v > 31).then_some("a shift in 0..=31")
 }
+fn cnt_bits_range(v: &u32) -> Option<&'static str> {
+    (*v != 16 && *v != 32).then_some("16 or 32")
+}
 fn u8_range(v: &u32) -> Option<&'static str> {
     (*v > 255).then_some("an integer in 0..=255 (a kernel u8)")
 }
@@ -229,6 +234,10 @@ macro_rules! profile_params {
         pub struct Profile {
             /// Profile name (`linux-2.6.20`, ..., `linux-6`); overrides do not change it.
             pub name: String,
+            /// The slow-start strategy was set by name (`slow_start` or `hystart` written):
+            /// only then do BIC and Reno run a strategy that only `tcp_cubic.c` has (HyStart),
+            /// a combination no kernel had (see [`Profile::slow_start_for`]).
+            pub slow_start_named: bool,
             $( $(#[$doc])* pub $field: $ty, )*
         }
 
@@ -250,6 +259,14 @@ macro_rules! profile_params {
 
             /// Set a key from its text form (like writing the sysfs file).
             pub fn set(&mut self, key: &str, value: &str) -> Result<(), ProfileError> {
+                self.set_key(key, value)?;
+                if key == "slow_start" || key == "hystart" {
+                    self.slow_start_named = true;
+                }
+                Ok(())
+            }
+
+            fn set_key(&mut self, key: &str, value: &str) -> Result<(), ProfileError> {
                 let bad = |expected: String| ProfileError::BadValue {
                     key: key.to_owned(),
                     value: value.to_owned(),
@@ -391,14 +408,24 @@ profile_params! {
     "delayed_ack" => delayed_ack: DelayedAck = any;
     /// Recompute `cnt` at most once per jiffy (d6b1a8a92a14, 2015).
     "jiffy_skip" => jiffy_skip: bool = any;
-    /// Compute `t` in 64 bits with a signed elapsed time (2015); else the old u32 expression.
-    "cubic_t_64bit" => cubic_t_64bit: bool = any;
+    /// CUBIC's `t` expression: `u32` (to 2.6.38), `ulong` (2.6.39 - 3.x, the `unsigned long`
+    /// of `msecs_to_jiffies`) or `s64` (4.1+).
+    "cubic_t" => cubic_t: CubicTime = any;
     /// Shift `epoch_start` by the idle time on `CA_EVENT_TX_START` (2015, 4.3+).
     "idle_restart" => idle_restart: bool = any;
 
     // ---- tcp_sock machinery ----
     /// Slow-start increment: `per-ack`, `per-ack-cnt` or `acked`.
     "ss_increment" => ss_increment: SsIncrement = any;
+    /// `snd_cwnd_cnt` width in bits: 16 (a `u16` to 2.6.23, so the 2.6.22 credit slow start
+    /// wraps from cwnd 32,768) or 32 (f78a1b38928, 2.6.24).
+    "cwnd_cnt_bits" => cwnd_cnt_bits: u32 = cnt_bits_range;
+    /// BIC passes the slow-start leftover and the ACKed packets to `tcp_cong_avoid_ai` ("tcp:
+    /// fix stretch ACK bugs in BIC", 5.7); before it BIC stepped once per ACK.
+    "bic_stretch_ack" => bic_stretch_ack: bool = any;
+    /// Order of growth and loss reaction in one ACK: `avoid-first` (2.6.x/3.x) or
+    /// `alert-first` (4.x+).
+    "ack_order" => ack_order: AckOrder = any;
     /// Slow-start test: `le` (`cwnd <= ssthresh`) or `lt` (`cwnd < ssthresh`, 4.3+).
     "ss_compare" => ss_compare: SsCompare = any;
     /// Additive-increase step: `per-ack` or `acked`.
@@ -484,8 +511,9 @@ impl Profile {
             cnt_floor: 1,
             delayed_ack: DelayedAck::U32,
             jiffy_skip: false,
-            cubic_t_64bit: false,
+            cubic_t: CubicTime::U32,
             idle_restart: false,
+            cwnd_cnt_bits: 16,
             ss_increment: SsIncrement::PerAck,
             ss_compare: SsCompare::Le,
             ai_step: AiStep::PerAck,
@@ -525,6 +553,7 @@ impl Profile {
             min_cnt: MinCntClamp::Off,
             cubic_pre_loss_cap: CubicPreLossCap::Off,
             cwnd_limited: CwndLimitedRule::InFlight,
+            cwnd_cnt_bits: 32,
             ..Self::linux_2_6_22()
         }
     }
@@ -557,6 +586,7 @@ impl Profile {
             hystart_delay_max: 16,
             cubic_pre_loss_cap: CubicPreLossCap::Max20,
             delayed_ack: DelayedAck::Capped,
+            cubic_t: CubicTime::Ulong,
             initial_cwnd: 10,
             mtu_probe_ssthresh: true,
             ..Self::linux_2_6_29()
@@ -580,8 +610,9 @@ impl Profile {
             cnt_floor: 2,
             delayed_ack: DelayedAck::Off,
             jiffy_skip: true,
-            cubic_t_64bit: true,
+            cubic_t: CubicTime::S64,
             idle_restart: true,
+            ack_order: AckOrder::AlertFirst,
             ss_increment: SsIncrement::Acked,
             ss_compare: SsCompare::Lt,
             ai_step: AiStep::Acked,
@@ -608,6 +639,7 @@ impl Profile {
             hystart_round_reset: RoundReset::UpdateBeforeLowWindow,
             cwnd_limited: CwndLimitedRule::CwndUsage,
             undo: UndoRule::PriorCwnd,
+            bic_stretch_ack: true,
             ..Self::linux_4_4()
         }
     }
@@ -659,8 +691,12 @@ impl Profile {
             cnt_floor: 1,
             delayed_ack: DelayedAck::U16,
             jiffy_skip: false,
-            cubic_t_64bit: false,
+            cubic_t: CubicTime::U32,
             idle_restart: false,
+            cwnd_cnt_bits: 32,
+            bic_stretch_ack: false,
+            ack_order: AckOrder::AvoidFirst,
+            slow_start_named: false,
             ss_increment: SsIncrement::PerAckCnt,
             ss_compare: SsCompare::Le,
             ai_step: AiStep::PerAck,
@@ -676,6 +712,46 @@ impl Profile {
             pacing_ca_ratio: 120,
             undo: UndoRule::LastMax,
             mtu_probe_ssthresh: false,
+        }
+    }
+
+    /// The slow-start strategy `algorithm` runs under this profile. HyStart is code of
+    /// `tcp_cubic.c` only (`tcp_bic.c`'s `pkts_acked` only tracks `delayed_ack`, Reno has no
+    /// `pkts_acked`): BIC and Reno get standard slow start from an era's default `hystart`,
+    /// and HyStart only when the spec names it (`slow_start=hystart`, `hystart=1`), a
+    /// non-kernel combination that [`Profile::non_kernel`] reports.
+    pub fn slow_start_for(&self, algorithm: Algorithm) -> SlowStartKind {
+        match (algorithm, self.slow_start) {
+            (Algorithm::Bic | Algorithm::Reno, SlowStartKind::HyStart)
+                if !self.slow_start_named =>
+            {
+                SlowStartKind::Standard
+            }
+            (_, kind) => kind,
+        }
+    }
+
+    /// What makes `algorithm` under this profile a combination no kernel had, if anything:
+    /// HyStart on BIC or Reno, HyStart++ (never merged into Linux), or RFC 3742 limited slow
+    /// start in an era without `tcp_max_ssthresh` (removed in 3.13).
+    pub fn non_kernel(&self, algorithm: Algorithm) -> Option<&'static str> {
+        match self.slow_start_for(algorithm) {
+            SlowStartKind::HyStart if algorithm != Algorithm::Cubic => {
+                Some("hystart outside cubic")
+            }
+            SlowStartKind::HyStartPp => Some("hystart++"),
+            SlowStartKind::Limited if self.ss_increment != SsIncrement::PerAckCnt => {
+                Some("limited slow start outside 2.6.22 - 3.12")
+            }
+            SlowStartKind::HyStart
+                if matches!(
+                    self.name.as_str(),
+                    "linux-2.6.20" | "linux-2.6.22" | "linux-2.6.26"
+                ) =>
+            {
+                Some("hystart before 2.6.29")
+            }
+            _ => None,
         }
     }
 

@@ -297,3 +297,37 @@ impl Paced {
         }
     }
 }
+
+kind_enum! {
+    /// How `bictcp_update()` computes CUBIC's `t` (1/1024 s since the epoch start plus
+    /// `delay_min`).
+    pub enum CubicTime {
+        /// All u32: `((jiffies + (delay_min >> 3) - epoch_start) << 10) / HZ`; 2.6.20 - 2.6.38.
+        U32 => "u32",
+        /// The same expression with `msecs_to_jiffies(delay_min >> 3)`, which returns an
+        /// `unsigned long`: on a 64-bit machine the sum, the shift and the division are 64-bit
+        /// and wrap there (a jiffies wrap makes `now - epoch_start` near 2^64), and the result is
+        /// truncated to the u32 `t`; 2.6.39 - 3.x (17a6e9f1aa9b).
+        Ulong => "ulong",
+        /// `t = (s32)(jiffies - epoch_start)` widened to u64, plus the delay, shifted and divided
+        /// in u64 (the 2015 stretch-ACK series); 4.1+.
+        S64 => "s64",
+    }
+}
+
+kind_enum! {
+    /// The order inside one ACK of `tcp_ack()`: the window growth (`tcp_cong_avoid`) and the
+    /// loss reaction (`tcp_fastretrans_alert`).
+    pub enum AckOrder {
+        /// `tcp_cong_avoid` first (when `tcp_may_raise_cwnd` allows: not in Recovery/CWR, and
+        /// with ECE only below ssthresh), then `tcp_fastretrans_alert`: the ACK that reveals a
+        /// loss grows cwnd before ssthresh is taken, the ACK that ends Recovery does not grow
+        /// it; 2.6.x - 3.x.
+        AvoidFirst => "avoid-first",
+        /// `tcp_fastretrans_alert` first, then growth unless in Recovery/CWR
+        /// (`tcp_in_cwnd_reduction`): the loss-revealing ACK does not grow cwnd and ssthresh
+        /// comes from the pre-ACK window, the ACK that ends Recovery grows it; 4.x+ (4.4's
+        /// `tcp_ack`, later `tcp_cong_control`).
+        AlertFirst => "alert-first",
+    }
+}

@@ -311,7 +311,21 @@ impl CcSpec {
                 .collect();
             label.push_str(&kv.join(","));
         }
+        if let Some(what) = self.non_kernel() {
+            label.push_str(" (non-kernel: ");
+            label.push_str(what);
+            label.push(')');
+        }
         label
+    }
+
+    /// What makes this selection a combination no kernel had (HyStart on BIC or Reno,
+    /// HyStart++, ...), `None` for a kernel's own behaviour and for quinn's built-ins.
+    pub fn non_kernel(&self) -> Option<&'static str> {
+        match (self.algorithm, &self.profile) {
+            (SpecAlgorithm::Hare(alg), Some(profile)) => profile.non_kernel(alg),
+            _ => None,
+        }
     }
 
     /// The concrete hare factory (`None` for quinn's built-ins).

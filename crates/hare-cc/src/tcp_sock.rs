@@ -25,7 +25,7 @@ pub enum CaState {
 }
 
 /// The congestion-control view of `struct tcp_sock`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TcpSock {
     /// `snd_cwnd` (segments).
     pub snd_cwnd: u32,
@@ -61,10 +61,14 @@ pub struct TcpSock {
     pub lsndtime: u32,
     /// `sk_pacing_rate` estimate (bytes per second), 0 before the first RTT sample.
     pub pacing_rate: u64,
+    /// Mask of the `snd_cwnd_cnt` field's width: `0xffff` while it was a `u16` (to 2.6.23),
+    /// `u32::MAX` from f78a1b38928 (2.6.24).
+    pub cwnd_cnt_mask: u32,
 }
 
 impl TcpSock {
-    /// A fresh socket with `cwnd` segments, infinite ssthresh and the given clamp.
+    /// A fresh socket with `cwnd` segments, infinite ssthresh and the given clamp, with a
+    /// 32-bit `snd_cwnd_cnt` (see [`TcpSock::with_cwnd_cnt_bits`]).
     pub fn new(cwnd: u32, clamp: u32, mss: u32) -> Self {
         TcpSock {
             snd_cwnd: cwnd.min(clamp),
@@ -84,7 +88,14 @@ impl TcpSock {
             mss,
             lsndtime: 0,
             pacing_rate: 0,
+            cwnd_cnt_mask: u32::MAX,
         }
+    }
+
+    /// The same socket with a `snd_cwnd_cnt` of `bits` bits (16 up to 2.6.23, else 32).
+    pub fn with_cwnd_cnt_bits(mut self, bits: u32) -> Self {
+        self.cwnd_cnt_mask = if bits == 16 { 0xffff } else { u32::MAX };
+        self
     }
 
     /// The slow-start test of the era: `cwnd <= ssthresh` (to 4.2) or `cwnd < ssthresh`.
@@ -125,7 +136,9 @@ impl TcpSock {
             } else {
                 self.snd_cwnd
             };
-            self.snd_cwnd_cnt = self.snd_cwnd_cnt.wrapping_add(cnt);
+            // `tp->snd_cwnd_cnt += cnt`: a u16 to 2.6.23 keeps only the low 16 bits, so from
+            // cwnd 32,768 the credit wraps (f78a1b38928 made it 32-bit in 2.6.24).
+            self.snd_cwnd_cnt = self.snd_cwnd_cnt.wrapping_add(cnt) & self.cwnd_cnt_mask;
             guards += self.drain_credit();
         }
         guards
@@ -170,7 +183,9 @@ impl TcpSock {
             }
             self.snd_cwnd_cnt = 0;
         } else {
-            self.snd_cwnd_cnt += 1;
+            // `tp->snd_cwnd_cnt++` on the field's width: a u16 (to 2.6.23) wraps to 0 when
+            // `w` exceeds 65,535 (CUBIC's `cnt = 100 * cwnd` from cwnd 656).
+            self.snd_cwnd_cnt = self.snd_cwnd_cnt.wrapping_add(1) & self.cwnd_cnt_mask;
         }
     }
 

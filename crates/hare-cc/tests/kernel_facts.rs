@@ -1,4 +1,4 @@
-//! Exact-value tests of the "Checkable facts" of `shared/design/KERNEL-SPEC.md` (numbered as
+//! Exact-value tests of the "Checkable facts" of `docs/KERNEL-NOTES.md` (numbered as
 //! there) and of values derived from the kernel sources.
 
 use hare_cc::bic::Bic;
@@ -423,6 +423,10 @@ fn fact14_hz32_gate() {
 #[test]
 fn fact17_2620_cube_root_overflow_is_recorded() {
     let cf = cube_factor(41);
+    // 2.6.20 cubic_root() with its 32-bit `x * x` returns these for d = 1,000 and 52,480
+    // (its last defined input; the 64-bit square gives the same root for every d below).
+    assert_eq!(cube_root_newton(cf * 1_000).value, 13_893);
+    assert_eq!(cube_root_newton(cf * 52_480).value, 52_015);
     assert!(!cube_root_newton(cf * 52_480).overflowed);
     let r = cube_root_newton(cf * 52_481);
     assert!(r.overflowed, "the kernel divides by zero here");

@@ -100,7 +100,7 @@ fn linux_2_6_20_cubic_leaves_slow_start_at_100_then_grows_2_percent() {
     let a = d.first_time_cwnd_at_least(101).unwrap_or(0);
     let b = d.first_time_cwnd_at_least(8000).unwrap_or(0);
     println!("2.6.20 cubic, ACK every packet: {n} RTTs ({} us)", b - a);
-    // KERNEL-SPEC fact 15 estimates 116 RTTs (9.3 s) from ln(8000/101) / ln(27/26) = 115.9.
+    // docs/KERNEL-NOTES.md fact 15 estimates 116 RTTs (9.3 s) from ln(8000/101) / ln(27/26) = 115.9.
     // The model takes 9.32 s = 116.5 RTTs (reported as 117): the +1 steps land on discrete
     // ACKs, and on this 10 Gbit/s path the 101 and 8000 crossings fall at different points of
     // their flights (a flight of 8000 packets lasts 58 ms of the 80 ms RTT).

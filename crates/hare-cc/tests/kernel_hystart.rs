@@ -3,7 +3,7 @@
 mod kernel_support;
 
 use hare_cc::events::Phase;
-use hare_cc::{Algorithm, CcEvent, ExitReason};
+use hare_cc::{Algorithm, CcEvent, ExitReason, Profile};
 use kernel_support::{profile, Manual};
 
 const MS: u64 = 1000;
@@ -259,14 +259,12 @@ fn hystart_ignores_initial_ssthresh_but_standard_honours_it() {
 }
 
 #[test]
-fn hystart_composes_with_bic_and_reno() {
-    // The shared delay state lets kernel HyStart run on any growth algorithm.
-    for alg in [Algorithm::Bic, Algorithm::Reno, Algorithm::Cubic] {
-        let p = profile(
-            "linux-6",
-            &[("hystart_detect", "2"), ("initial_cwnd", "20")],
-        );
-        let mut m = Manual::new(alg, &p, true);
+fn hystart_is_cubic_only_unless_named() {
+    // HyStart is tcp_cubic.c's code: tcp_bic.c's bictcp_acked() only tracks delayed_ack and
+    // Reno has no pkts_acked, so an era's default `hystart` leaves BIC and Reno in standard
+    // slow start. Naming it (`slow_start=hystart`) runs it, labelled as non-kernel.
+    let delay_exit = |alg: Algorithm, p: &Profile| {
+        let mut m = Manual::new(alg, p, true);
         warm_up(&mut m);
         for _ in 0..8 {
             m.ack(3 * MS, 95 * MS);
@@ -274,8 +272,40 @@ fn hystart_composes_with_bic_and_reno() {
         assert!(m.exits().is_empty(), "{alg}");
         let cwnd = m.cc.cwnd();
         m.ack(3 * MS, 95 * MS);
-        assert_eq!(m.exits(), vec![(cwnd, ExitReason::Delay)], "{alg}");
+        (cwnd, m.exits())
+    };
+    let default = profile(
+        "linux-6",
+        &[("hystart_detect", "2"), ("initial_cwnd", "20")],
+    );
+    assert_eq!(default.non_kernel(Algorithm::Bic), None);
+    for alg in [Algorithm::Bic, Algorithm::Reno] {
+        assert_eq!(delay_exit(alg, &default).1, vec![], "{alg}");
     }
+    let (cwnd, exits) = delay_exit(Algorithm::Cubic, &default);
+    assert_eq!(exits, vec![(cwnd, ExitReason::Delay)]);
+
+    let named = profile(
+        "linux-6",
+        &[
+            ("slow_start", "hystart"),
+            ("hystart_detect", "2"),
+            ("initial_cwnd", "20"),
+        ],
+    );
+    for alg in [Algorithm::Bic, Algorithm::Reno] {
+        assert_eq!(named.non_kernel(alg), Some("hystart outside cubic"));
+        let (cwnd, exits) = delay_exit(alg, &named);
+        assert_eq!(exits, vec![(cwnd, ExitReason::Delay)], "{alg}");
+    }
+    assert_eq!(named.non_kernel(Algorithm::Cubic), None);
+    let spec: hare_cc::CcSpec = "bic@linux-6,hystart=1".parse().expect("spec");
+    assert_eq!(
+        spec.label(),
+        "bic 6 hystart=1 (non-kernel: hystart outside cubic)"
+    );
+    let kernel: hare_cc::CcSpec = "bic@linux-6".parse().expect("spec");
+    assert_eq!(kernel.label(), "bic 6");
 }
 
 #[test]

@@ -75,6 +75,8 @@ fn run(cc: &mut KernelCc, steps: &[Step], lossless: bool) -> Result<(), TestCase
                 cc.on_sent(now, next_pn, in_flight);
             }
             Step::Ack { dt, n, rtt } => {
+                // 2.6.x moderates cwnd to in_flight + reordering on ACKs in TCP_CA_Loss.
+                may_shrink = cc.tcp_sock().ca_state == hare_cc::tcp_sock::CaState::Loss;
                 now += u64::from(dt);
                 let n = n.min(in_flight);
                 in_flight -= n;
@@ -85,6 +87,7 @@ fn run(cc: &mut KernelCc, steps: &[Step], lossless: bool) -> Result<(), TestCase
                     rtt_us: Some(u64::from(rtt)),
                     largest_acked: acked_pn.checked_sub(1),
                     packets_in_flight: in_flight,
+                    ..Default::default()
                 });
             }
             _ if lossless => {}

@@ -177,6 +177,7 @@ fn no_growth_when_app_limited() {
             rtt_us: Some(80_000),
             largest_acked: Some(i),
             packets_in_flight: 3,
+            ..Default::default()
         });
     }
     assert_eq!(cc.cwnd(), 10);
@@ -187,6 +188,7 @@ fn no_growth_when_app_limited() {
         rtt_us: Some(80_000),
         largest_acked: Some(100),
         packets_in_flight: 8,
+        ..Default::default()
     });
     assert_eq!(cc.cwnd(), 11);
     drop(m);
@@ -325,6 +327,7 @@ fn pacing_rate_estimate() {
         rtt_us: Some(80_000),
         largest_acked: Some(0),
         packets_in_flight: 9,
+        ..Default::default()
     });
     // cwnd 11, srtt 80 ms: 1200 * 11 * 2 / 0.08 = 330000 B/s.
     assert_eq!(cc.cwnd(), 11);

@@ -61,7 +61,7 @@ fn one_reduction_per_recovery_episode_however_many_loss_batches() {
     clock.lose_oldest(2, false);
     clock.lose_oldest(3, false);
     let events = observer.drain_events(id);
-    // linux-6 CUBIC: ssthresh = max(cwnd * 717 / 1024, 2) = 28 (KERNEL-SPEC.md fact 1 form).
+    // linux-6 CUBIC: ssthresh = max(cwnd * 717 / 1024, 2) = 28 (docs/KERNEL-NOTES.md fact 1 form).
     assert_eq!(reductions(&events), vec![(40, 28, false)], "{events:?}");
     assert_eq!(clock.ctrl.cwnd_segments(), 28);
     assert_eq!(clock.ctrl.snapshot().ssthresh, Some(28));
@@ -226,10 +226,11 @@ fn metrics_report_cwnd_ssthresh_and_the_kernel_pacing_rate() {
     ctrl.on_ack(base + ms(100), base, 1200, false, &rtt);
     ctrl.on_end_acks(base + ms(100), 10_800, false, Some(0));
     // cwnd 11, srtt 100 ms, slow start (ssthresh infinite): 200% of 11 x 1200 B / 0.1 s =
-    // 264,000 B/s = 2,112,000 bit/s.
+    // 264,000 B/s, reported in bytes per second (quinn's main branch paces from this field,
+    // documented there as bytes/s).
     let m = ctrl.metrics();
     assert_eq!(m.congestion_window, 11 * 1200);
-    assert_eq!(m.pacing_rate, Some(2_112_000));
+    assert_eq!(m.pacing_rate, Some(264_000));
     // A loss: ssthresh = 11 * 717 / 1024 = 7 = cwnd.
     ctrl.on_congestion_event(base + ms(150), base, false, 0);
     let m = ctrl.metrics();
@@ -242,7 +243,7 @@ fn metrics_report_cwnd_ssthresh_and_the_kernel_pacing_rate() {
     // ssthresh / 2 and 8 packets are still out: 120% of 8 x 1200 B / 0.1125 s = 102,400 B/s.
     ctrl.on_ack(base + ms(200), base, 1200, false, &rtt);
     ctrl.on_end_acks(base + ms(200), 9_600, false, Some(1));
-    assert_eq!(ctrl.metrics().pacing_rate, Some(102_400 * 8));
+    assert_eq!(ctrl.metrics().pacing_rate, Some(102_400));
 }
 
 #[test]
@@ -275,4 +276,40 @@ fn clones_share_the_observer_slot_without_duplicating_events() {
     assert_eq!(observer.connections(), vec![id]);
     assert_eq!(observer.snapshot(id).map(|s| s.cwnd), Some(7));
     assert_eq!(observer.prune(), 1);
+}
+
+#[test]
+fn an_ack_frame_worth_less_than_a_segment_keeps_its_rtt_sample() {
+    // The kernel counts packets (tcp_skb_pcount >= 1): an ACK of one small packet runs
+    // pkts_acked with its RTT. 600 bytes at MSS 1200 are 0 segments (carried), yet the
+    // 50 ms sample reaches delay_min.
+    let (mut ctrl, base) = build("cubic@linux-6", 1200, None);
+    let rtt = rtt_estimator();
+    ctrl.on_sent(base, 600, 0);
+    ctrl.on_ack(base + ms(50), base, 600, false, &rtt);
+    ctrl.on_end_acks(base + ms(50), 0, false, Some(0));
+    assert_eq!(ctrl.ack_carry(), 600);
+    assert_eq!(ctrl.kernel().delay_state().delay_min, 50_000);
+    assert_eq!(ctrl.cwnd_segments(), 10);
+}
+
+#[test]
+fn a_loss_reported_after_the_frame_is_put_in_the_kernel_order() {
+    // quinn calls on_end_acks, then on_congestion_event for the same frame (same `now`).
+    // Reno, cwnd 21 in slow start, one packet acknowledged and a loss found:
+    // linux-6 runs tcp_fastretrans_alert before tcp_cong_control: ssthresh = 21 >> 1 = 10,
+    // no growth; linux-2.6.39 runs tcp_cong_avoid first: 21 -> 22, then 22 >> 1 = 11.
+    for (spec, after) in [
+        ("reno@linux-6,initial_cwnd=21", 10),
+        ("reno@linux-2.6.39,initial_cwnd=21", 11),
+    ] {
+        let (mut ctrl, base) = build(spec, 1200, None);
+        let rtt = rtt_estimator();
+        ctrl.on_sent(base, 21 * 1200, 20);
+        ctrl.on_ack(base + ms(80), base, 1200, false, &rtt);
+        ctrl.on_end_acks(base + ms(80), 20 * 1200, false, Some(0));
+        ctrl.on_congestion_event(base + ms(80), base, false, 1200);
+        assert_eq!(ctrl.cwnd_segments(), after, "{spec}");
+        assert_eq!(ctrl.snapshot().phase, Some(Phase::Recovery), "{spec}");
+    }
 }

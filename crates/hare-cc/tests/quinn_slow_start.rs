@@ -136,7 +136,7 @@ fn linux_2_6_20_cubic_leaves_slow_start_at_100_then_grows_two_percent_per_rtt() 
 
     // Before any loss cnt = 50, scaled by delayed_ack (32 = 2 packets/ACK) to 25, and the
     // pre-2.6.30 AI step adds 1 every cnt+1 = 26 ACKs = 52 packets: 1/52 = 1.92% per RTT
-    // (KERNEL-SPEC.md fact 15).
+    // (docs/KERNEL-NOTES.md fact 15).
     run.run_to(t + ms(80));
     let start = run.cwnd();
     let rtts = 40_u32;
@@ -164,7 +164,7 @@ fn linux_2_6_20_bic_grows_up_to_16_per_rtt_then_hits_its_pre_loss_cap() {
         run.exits().first().map(|e| e.1),
         Some(ExitReason::SsthreshReached)
     );
-    // KERNEL-SPEC.md fact 16: with last_max = 0 and delayed ACKs the increase per RTT is
+    // docs/KERNEL-NOTES.md fact 16: with last_max = 0 and delayed ACKs the increase per RTT is
     // 16*cwnd/(cwnd+32): +12 at 101 growing to +15 below 336 (max_increment = 16 is the
     // limit), then the cap cnt <= 20 gives 1/22 = 4.55% per RTT.
     let mut prev = run.cwnd();

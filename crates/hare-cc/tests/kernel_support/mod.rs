@@ -12,7 +12,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use hare_cc::engine::{AckEvent, KernelCc};
+use hare_cc::engine::{AckEvent, KernelCc, LossSignal};
 use hare_cc::{Algorithm, CcEvent, ExitReason, Profile};
 
 /// Path and receiver parameters.
@@ -241,8 +241,14 @@ impl Driver {
             }
         }
         debug_assert_eq!(acked, count);
-        if lost_any && self.recovery_start_pn.is_none() {
-            self.cc.on_congestion(now_us, false);
+        // One ACK in the kernel's order: the episode ends when its high_seq is acknowledged,
+        // a loss below `largest` starts one (once per episode).
+        let ends_episode = self.recovery_start_pn.is_some_and(|start| largest >= start);
+        if ends_episode {
+            self.recovery_start_pn = None;
+        }
+        let loss = (lost_any && self.recovery_start_pn.is_none()).then_some(LossSignal::Loss);
+        if loss.is_some() {
             self.recovery_start_pn = Some(self.next_pn);
         }
         let ack = AckEvent {
@@ -251,14 +257,11 @@ impl Driver {
             rtt_us: Some((self.now_ns - newest_sent_ns) / 1000),
             largest_acked: Some(largest),
             packets_in_flight: self.in_flight(),
+            ends_episode,
+            loss,
+            ..Default::default()
         };
         self.cc.on_ack(&ack);
-        if let Some(start) = self.recovery_start_pn {
-            if largest >= start {
-                self.cc.on_recovery_end(now_us);
-                self.recovery_start_pn = None;
-            }
-        }
         self.events.extend(self.cc.drain_events());
         self.trace.push((now_us, self.cc.cwnd()));
         self.send();
@@ -373,6 +376,40 @@ impl Manual {
             rtt_us: Some(rtt_us),
             largest_acked: largest,
             packets_in_flight: self.flight.len() as u32,
+            ..Default::default()
+        });
+        self.events.extend(self.cc.drain_events());
+        self.fill();
+    }
+
+    /// Like [`Manual::ack_n`], with the ACK also ending the episode (`high_seq` acknowledged)
+    /// and/or revealing a loss, handed to the model as one ACK in the kernel's order.
+    pub fn ack_with(
+        &mut self,
+        dt_us: u64,
+        n: u32,
+        rtt_us: u64,
+        ends_episode: bool,
+        loss: Option<LossSignal>,
+    ) {
+        self.now_us = (self.now_us + dt_us).max(rtt_us);
+        let mut largest = None;
+        let mut acked = 0;
+        for _ in 0..n {
+            if let Some(pn) = self.flight.pop_front() {
+                largest = Some(pn);
+                acked += 1;
+            }
+        }
+        self.cc.on_ack(&AckEvent {
+            now_us: self.now_us,
+            acked_pkts: acked,
+            rtt_us: Some(rtt_us),
+            largest_acked: largest,
+            packets_in_flight: self.flight.len() as u32,
+            ends_episode,
+            loss,
+            ..Default::default()
         });
         self.events.extend(self.cc.drain_events());
         self.fill();

@@ -1,0 +1,355 @@
+//! The per-era ACK driver: the part of `tcp_input.c` that decides when the congestion-control
+//! hooks run. One [`AckEvent`] is one ACK (in QUIC one ACK frame); [`KernelCc::on_ack`] runs
+//! `tcp_clean_rtx_queue`'s RTT estimator and `pkts_acked`, then, in the era's order
+//! (`Profile::ack_order`), the growth step gated by `tcp_may_raise_cwnd` /
+//! `tcp_in_cwnd_reduction` and `tcp_fastretrans_alert`'s state exit and loss reaction. The CA
+//! states are Open, Recovery (also standing for CWR: quinn has no separate ECN state) and
+//! Loss, held until the episode's `high_seq` is acknowledged. See `docs/KERNEL-NOTES.md`,
+//! "One ACK".
+
+use crate::delay::DelayState;
+use crate::engine::{Growth, KernelCc, TRACE_TARGET};
+use crate::events::{CcEvent, ExitReason};
+use crate::hystart::HyStart;
+use crate::hystart_pp::HyStartPp;
+use crate::profile::{AckOrder, SlowStartKind};
+use crate::tcp_sock::{CaState, TcpSock};
+
+/// One ACK (in QUIC: one ACK frame, i.e. one `on_end_acks` batch) as the kernel sees it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AckEvent {
+    /// Microseconds since the controller was built.
+    pub now_us: u64,
+    /// Newly acknowledged ack-eliciting packets (any: `FLAG_DATA_ACKED`). The kernel counts
+    /// packets, so an ACK of less than one segment of bytes still runs `pkts_acked` (with
+    /// its RTT sample) and `cong_avoid`. 0 is treated as `acked_pkts`.
+    pub packets: u32,
+    /// Segments newly acknowledged (bytes / MSS with the adapter's carry): the `acked` of
+    /// `cong_avoid` and (at least 1) the count of `pkts_acked`.
+    pub acked_pkts: u32,
+    /// RTT of the most recently sent newly acked packet in microseconds (the kernel's
+    /// `ca_rtt_us`, given to `pkts_acked`), `None` when there is none.
+    pub rtt_us: Option<u64>,
+    /// RTT of the oldest newly acked packet (the kernel's `seq_rtt_us`, fed to
+    /// `tcp_rtt_estimator`); `None` = use `rtt_us`.
+    pub seq_rtt_us: Option<u64>,
+    /// Largest packet number acknowledged (the `snd_una` analogue for HyStart rounds).
+    pub largest_acked: Option<u64>,
+    /// Packets still in flight after this ACK (`packets_out`).
+    pub packets_in_flight: u32,
+    /// The ACK covers the current Recovery / Loss episode's `high_seq` (a packet sent after
+    /// the episode began is acknowledged): `tcp_fastretrans_alert` leaves the state.
+    pub ends_episode: bool,
+    /// The loss reaction this ACK triggers (quinn reports it after the frame's acks).
+    pub loss: Option<LossSignal>,
+}
+
+/// What an ACK (or a timer) reveals about congestion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LossSignal {
+    /// A packet loss: `tcp_enter_recovery` (`ssthresh()`, `TCP_CA_Recovery`).
+    Loss,
+    /// An ECN-CE echo: `tcp_enter_cwr` (folded into Recovery; quinn has no separate state).
+    Ecn,
+    /// A retransmission timeout (quinn: persistent congestion): `tcp_enter_loss`.
+    Rto,
+}
+
+/// The state the growth step of one ACK may change, saved before it so that a loss quinn
+/// reports after the frame can be put where the era's `tcp_ack()` has it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BeforeGrowth {
+    ack: AckEvent,
+    now_j: u32,
+    prior_in_flight: u32,
+    pub(crate) tp: TcpSock,
+    pub(crate) delay: DelayState,
+    pub(crate) growth: Growth,
+    pub(crate) hystart: HyStart,
+    hspp: HyStartPp,
+    ss_exited: bool,
+    exit: (Option<ExitReason>, Option<u32>, Option<u64>),
+    guards: u32,
+    pub(crate) events: usize,
+}
+
+impl KernelCc {
+    /// One ACK in the order of the era's `tcp_ack()`: the RTT estimator and `pkts_acked`
+    /// (in `tcp_clean_rtx_queue`, every era), then either `cong_avoid` before the loss
+    /// reaction and the state exit (`ack_order = avoid-first`, 2.6.x - 3.x, gated by
+    /// `tcp_may_raise_cwnd`) or the loss reaction and state exit first and growth after unless
+    /// in Recovery/CWR (`alert-first`, 4.x+).
+    pub fn on_ack(&mut self, ack: &AckEvent) {
+        self.t_us = ack.now_us;
+        self.before_growth = None;
+        let now_j = self.clock.jiffies(ack.now_us);
+        if let Some(largest) = ack.largest_acked {
+            let una = largest.saturating_add(1);
+            if una > self.tp.snd_una {
+                self.tp.snd_una = una;
+            }
+            if una > self.tp.snd_nxt {
+                self.tp.snd_nxt = una;
+            }
+        }
+        let prior_in_flight = ack.packets_in_flight.saturating_add(ack.acked_pkts);
+        self.tp.packets_out = ack.packets_in_flight;
+        if ack.packets == 0 && ack.acked_pkts == 0 {
+            // No FLAG_DATA_ACKED: neither pkts_acked nor cong_avoid run.
+            if ack.ends_episode {
+                self.end_episode(ack.now_us);
+            }
+            if let Some(loss) = ack.loss {
+                self.loss_reaction(ack.now_us, loss);
+            }
+            return;
+        }
+        // tcp_ack_update_rtt() runs in tcp_clean_rtx_queue() before pkts_acked, on the
+        // oldest acked packet's RTT (seq_rtt_us); pkts_acked gets the newest's (ca_rtt_us).
+        if let Some(rtt) = ack.seq_rtt_us.or(ack.rtt_us) {
+            self.tp.rtt_estimator(rtt);
+        }
+
+        self.pkts_acked(ack, now_j);
+
+        self.before_growth = Some(BeforeGrowth {
+            ack: *ack,
+            now_j,
+            prior_in_flight,
+            tp: self.tp,
+            delay: self.delay,
+            growth: self.growth,
+            hystart: self.hystart,
+            hspp: self.hspp,
+            ss_exited: self.ss_exited,
+            exit: (self.exit_reason, self.exit_cwnd, self.exit_t_us),
+            guards: self.guards,
+            events: self.events.len(),
+        });
+        self.ack_after_pkts_acked(ack, ack.loss, now_j, prior_in_flight);
+    }
+
+    /// The last ACK also revealed `loss` (quinn reports losses and ECN-CE after the frame's
+    /// acks): the model goes back to the state before that ACK's growth step and runs the
+    /// rest of the ACK again in the era's order, as if the loss had come with it. Without a
+    /// pending ACK (a loss found by a timer) it is the plain loss reaction.
+    pub fn amend_last_ack(&mut self, now_us: u64, loss: LossSignal) {
+        let Some(b) = self.before_growth.take() else {
+            self.loss_reaction(now_us, loss);
+            return;
+        };
+        if b.ack.loss.is_some() {
+            self.loss_reaction(now_us, loss);
+            return;
+        }
+        let ece_blocks_growth = loss == LossSignal::Ecn && b.tp.snd_cwnd >= b.tp.snd_ssthresh;
+        let moderated = b.ack.ends_episode || b.tp.ca_state == CaState::Loss;
+        if self.profile.ack_order == AckOrder::AvoidFirst && !ece_blocks_growth && !moderated {
+            // The growth already ran first, as in 2.6.x: only the loss reaction is left.
+            self.loss_reaction(now_us, loss);
+            return;
+        }
+        self.tp = b.tp;
+        self.delay = b.delay;
+        self.growth = b.growth;
+        self.hystart = b.hystart;
+        self.hspp = b.hspp;
+        self.ss_exited = b.ss_exited;
+        (self.exit_reason, self.exit_cwnd, self.exit_t_us) = b.exit;
+        self.guards = b.guards;
+        self.events.truncate(b.events);
+        let mut ack = b.ack;
+        ack.loss = Some(loss);
+        self.ack_after_pkts_acked(&ack, Some(loss), b.now_j, b.prior_in_flight);
+    }
+
+    /// The part of `tcp_ack()` after `tcp_clean_rtx_queue`, in the era's order.
+    fn ack_after_pkts_acked(
+        &mut self,
+        ack: &AckEvent,
+        loss: Option<LossSignal>,
+        now_j: u32,
+        prior_in_flight: u32,
+    ) {
+        match self.profile.ack_order {
+            AckOrder::AvoidFirst => {
+                // 2.6.x tcp_may_raise_cwnd(): `(!(flag & FLAG_ECE) || cwnd < ssthresh) &&
+                // state not Recovery/CWR`, tested before tcp_fastretrans_alert: the ACK that
+                // ends Recovery does not grow, the loss-revealing ACK does.
+                let ece = loss == Some(LossSignal::Ecn);
+                if self.tp.ca_state != CaState::Recovery
+                    && (!ece || self.tp.snd_cwnd < self.tp.snd_ssthresh)
+                {
+                    self.cong_avoid(ack, now_j, prior_in_flight);
+                }
+                // 2.6.x tcp_fastretrans_alert() runs tcp_moderate_cwnd() (cwnd = min(cwnd,
+                // in_flight + tcp_max_burst())) on every ACK in TCP_CA_Loss that cannot undo,
+                // and on the ACK that leaves Recovery or Loss unless it starts a new
+                // recovery (tcp_try_to_open()).
+                let moderate = if ack.ends_episode {
+                    loss.is_none()
+                } else {
+                    self.tp.ca_state == CaState::Loss
+                };
+                if ack.ends_episode {
+                    self.end_episode(ack.now_us);
+                }
+                if let Some(loss) = loss {
+                    self.loss_reaction(ack.now_us, loss);
+                }
+                if moderate {
+                    let cap = ack
+                        .packets_in_flight
+                        .saturating_add(self.profile.reordering);
+                    self.tp.snd_cwnd = self.tp.snd_cwnd.min(cap).max(1);
+                }
+            }
+            AckOrder::AlertFirst => {
+                // tcp_fastretrans_alert() first; then tcp_cong_control() grows unless
+                // tcp_in_cwnd_reduction() (Recovery / CWR). CA_Loss grows (slow start).
+                if ack.ends_episode {
+                    self.end_episode(ack.now_us);
+                }
+                if let Some(loss) = loss {
+                    self.loss_reaction(ack.now_us, loss);
+                }
+                if self.tp.ca_state != CaState::Recovery {
+                    self.cong_avoid(ack, now_j, prior_in_flight);
+                }
+            }
+        }
+        self.tp
+            .update_pacing_rate(self.profile.pacing_ss_ratio, self.profile.pacing_ca_ratio);
+        self.check_ssthresh_reached();
+    }
+
+    fn loss_reaction(&mut self, now_us: u64, loss: LossSignal) {
+        match loss {
+            LossSignal::Loss => self.on_congestion(now_us, false),
+            LossSignal::Ecn => self.on_congestion(now_us, true),
+            LossSignal::Rto => self.on_rto(now_us),
+        }
+    }
+
+    /// `tcp_fastretrans_alert`'s state exit when `high_seq` is acknowledged: Recovery (and the
+    /// folded CWR) and Loss return to Open. The window stays (quinn has no PRR: cwnd is
+    /// already ssthresh after a Recovery; after a Loss it is what slow start made it).
+    fn end_episode(&mut self, now_us: u64) {
+        if self.tp.ca_state == CaState::Open {
+            return;
+        }
+        self.tp.ca_state = CaState::Open;
+        tracing::info!(
+            target: TRACE_TARGET,
+            t_us = now_us,
+            cwnd = self.tp.snd_cwnd,
+            "recovery ended"
+        );
+        self.events.push(CcEvent::RecoveryEnded {
+            t_us: now_us,
+            cwnd: self.tp.snd_cwnd,
+        });
+    }
+
+    /// A congestion event outside a recovery episode (the adapter filters repeats):
+    /// ssthresh = the algorithm's `ssthresh()`, cwnd = ssthresh (quinn has no PRR),
+    /// state Recovery. `ecn` is true for ECN-CE. Ignored in Recovery and in Loss (the kernel
+    /// enters Recovery only from Open/Disorder; CWR only below CWR).
+    pub fn on_congestion(&mut self, now_us: u64, ecn: bool) {
+        // A hook outside the last ACK: that ACK is complete.
+        self.before_growth = None;
+        self.t_us = now_us;
+        if self.tp.ca_state != CaState::Open {
+            return;
+        }
+        let from = self.tp.snd_cwnd;
+        let in_ss = self.in_slow_start();
+        if !ecn {
+            self.tp.prior_ssthresh = self.tp.current_ssthresh();
+        }
+        self.tp.prior_cwnd = from;
+        let ssthresh = self.alg_ssthresh();
+        self.tp.snd_ssthresh = ssthresh;
+        self.tp.snd_cwnd = ssthresh.min(self.tp.snd_cwnd_clamp);
+        self.tp.snd_cwnd_cnt = 0;
+        self.tp.ca_state = CaState::Recovery;
+        self.hspp.in_css = false;
+        if in_ss && !self.ss_exited {
+            self.record_exit(now_us, from, ssthresh, ExitReason::Loss);
+        }
+        self.reductions = self.reductions.saturating_add(1);
+        tracing::info!(
+            target: TRACE_TARGET,
+            t_us = now_us,
+            from_cwnd = from,
+            to_cwnd = self.tp.snd_cwnd,
+            ssthresh,
+            ecn,
+            "window reduced"
+        );
+        self.events.push(CcEvent::WindowReduced {
+            t_us: now_us,
+            from_cwnd: from,
+            to_cwnd: self.tp.snd_cwnd,
+            ssthresh,
+            ecn,
+        });
+    }
+
+    /// The episode ended outside an ACK the model saw (as if `high_seq` were acknowledged):
+    /// Recovery and Loss return to Open.
+    pub fn on_recovery_end(&mut self, now_us: u64) {
+        // A hook outside the last ACK: that ACK is complete.
+        self.before_growth = None;
+        self.t_us = now_us;
+        self.end_episode(now_us);
+    }
+
+    /// Persistent congestion: the kernel's RTO path of the era, `tcp_enter_loss()`:
+    /// `ssthresh()` (unless the window was already reduced in this episode), cwnd 1,
+    /// `TCP_CA_Loss` with the algorithm's state reset. The model stays in Loss until the
+    /// episode's `high_seq` is acknowledged ([`AckEvent::ends_episode`]), slow-starting
+    /// meanwhile; in Loss neither CUBIC (to 2.6.39) nor BIC update `delayed_ack`.
+    pub fn on_rto(&mut self, now_us: u64) {
+        // A hook outside the last ACK: that ACK is complete.
+        self.before_growth = None;
+        self.t_us = now_us;
+        let from = self.tp.snd_cwnd;
+        let in_ss = self.in_slow_start();
+        // tcp_enter_loss(): a new ssthresh only from Open/Disorder (or a first timeout
+        // in Loss, which the model does not tell from a repeated one).
+        if self.tp.ca_state == CaState::Open {
+            self.tp.prior_ssthresh = self.tp.current_ssthresh();
+            self.tp.prior_cwnd = from;
+            self.tp.snd_ssthresh = self.alg_ssthresh();
+        }
+        let ssthresh = self.tp.snd_ssthresh;
+        if in_ss && !self.ss_exited {
+            self.record_exit(now_us, from, ssthresh, ExitReason::Rto);
+        }
+        // Loss window: 1 segment (modern: packets_in_flight + 1 after marking all lost).
+        self.tp.snd_cwnd = 1;
+        self.tp.snd_cwnd_cnt = 0;
+        // tcp_set_ca_state(TCP_CA_Loss): bictcp_reset() and bictcp_hystart_reset().
+        self.tp.ca_state = CaState::Loss;
+        self.reset_algorithm_on_loss(now_us);
+        if self.slow_start == SlowStartKind::HyStartPp {
+            self.slow_start = SlowStartKind::Standard;
+            self.hspp.in_css = false;
+        }
+        self.ss_exited = false;
+        self.rto_resets = self.rto_resets.saturating_add(1);
+        tracing::info!(
+            target: TRACE_TARGET,
+            t_us = now_us,
+            from_cwnd = from,
+            ssthresh,
+            "rto reset"
+        );
+        self.events.push(CcEvent::RtoReset {
+            t_us: now_us,
+            from_cwnd: from,
+            ssthresh,
+        });
+    }
+}

@@ -1,0 +1,313 @@
+//! Exact-value tests of the era rules that the kernel sources fix and a generic model gets
+//! wrong: which module runs HyStart, BIC's stretch-ACK handling and undo, CUBIC's `t` width,
+//! the 16-bit `snd_cwnd_cnt`, the order of growth and loss reaction inside one ACK, CA_Loss,
+//! the RTT the estimator and `pkts_acked` get, and the sample edges. Each test names the
+//! kernel function and version it follows (see `docs/KERNEL-NOTES.md`).
+
+mod kernel_support;
+
+use hare_cc::clock::KernelClock;
+use hare_cc::cubic::{Cubic, CubicUpdate};
+use hare_cc::delay::{DelayRules, DelayState};
+use hare_cc::engine::{AckEvent, Growth, KernelCc, LossSignal};
+use hare_cc::profile::{ClockKind, DelayBlackout, RttSample};
+use hare_cc::tcp_sock::TcpSock;
+use hare_cc::{Algorithm, Phase};
+use kernel_support::{profile, Manual};
+
+const MS: u64 = 1000;
+
+#[test]
+fn reno_linux_6_unpaced_stays_in_slow_start_on_a_tight_ack_train() {
+    // tcp_cong.c's Reno has no pkts_acked: no HyStart, whatever tcp_cubic's `hystart`
+    // says. 20 ms RTT, ACKs 1.5 ms apart: a HyStart ACK train would fire (the hub set
+    // ssthresh = 28 at the 19th ACK); the kernel's Reno keeps slow-starting.
+    let p = profile("linux-6", &[("paced", "no")]);
+    let mut m = Manual::new(Algorithm::Reno, &p, false);
+    for _ in 0..40 {
+        m.ack(1500, 20 * MS);
+    }
+    assert_eq!(m.cc.ssthresh(), None);
+    assert_eq!(m.cc.cwnd(), 50);
+    assert_eq!(m.exits(), vec![]);
+}
+
+#[test]
+fn bic_linux_6_passes_the_slow_start_leftover_to_cong_avoid_ai() {
+    // 5.7 "tcp: fix stretch ACK bugs in BIC": `acked = tcp_slow_start(tp, acked); if
+    // (!acked) return; bictcp_update(); tcp_cong_avoid_ai(tp, ca->cnt, acked)`.
+    // cwnd 18, ssthresh 20, one ACK of 5: slow start to 20 with 3 left; delayed_ack =
+    // 32 + 5 - 2 = 35; bictcp_update(20): cnt = 20 * 3 / 20 = 3, (3 << 4) / 35 = 1;
+    // tcp_cong_avoid_ai(tp, 1, 3): +3 -> 23. 4.4 stops at 20 (no leftover, `acked` 1).
+    for (name, cwnd) in [("linux-6", 23), ("linux-4.4", 20)] {
+        let p = profile(name, &[("initial_ssthresh", "20"), ("initial_cwnd", "18")]);
+        let mut m = Manual::new(Algorithm::Bic, &p, true);
+        m.ack_n(MS, 5, 80 * MS);
+        assert_eq!(m.cc.cwnd(), cwnd, "{name}");
+        let Growth::Bic(b) = m.cc.growth() else {
+            panic!("bic")
+        };
+        assert_eq!(b.delayed_ack, 35, "{name}");
+    }
+}
+
+#[test]
+fn bic_undo_per_era() {
+    // Two losses: at cwnd 100 (last_max 100, loss_cwnd 100, cwnd 79) and at 79 (fast
+    // convergence: last_max = 79 * 1843 / 2048 = 71, loss_cwnd 79, cwnd 79 * 819 / 1024 =
+    // 63). undo_cwnd: 2.6.39 max(cwnd, last_max_cwnd) = 71; 4.4 max(cwnd, loss_cwnd) = 79;
+    // 6.x tcp_reno_undo_cwnd max(cwnd, prior_cwnd) = 79.
+    for (name, undo) in [("linux-2.6.39", 71), ("linux-4.4", 79), ("linux-6", 79)] {
+        let p = profile(name, &[("initial_cwnd", "100")]);
+        let mut m = Manual::new(Algorithm::Bic, &p, true);
+        m.cc.on_congestion(m.now_us, false);
+        assert_eq!(m.cc.cwnd(), 79, "{name}");
+        m.cc.on_recovery_end(m.now_us);
+        m.cc.on_congestion(m.now_us, false);
+        assert_eq!(m.cc.cwnd(), 63, "{name}");
+        assert_eq!(m.cc.undo_cwnd(), undo, "{name}");
+        // An RTO: 4.4's bictcp_reset keeps loss_cwnd (bictcp_init clears it), 2.6.39's
+        // clears it with last_max_cwnd.
+        m.cc.on_rto(m.now_us);
+        let after_rto = match name {
+            "linux-2.6.39" => 1,
+            _ => 79,
+        };
+        assert_eq!(m.cc.undo_cwnd(), after_rto, "{name} after rto");
+    }
+}
+
+#[test]
+fn cubic_2_6_39_t_is_unsigned_long_across_a_jiffies_wrap() {
+    // 2.6.39 bictcp_update(): `t = ((tcp_time_stamp + msecs_to_jiffies(ca->delay_min >> 3)
+    // - ca->epoch_start) << BICTCP_HZ) / HZ;` with msecs_to_jiffies() returning unsigned
+    // long: at HZ 1000, epoch 0xffffff00 and now 0x100 the 64-bit difference wraps near 2^64,
+    // t = 1,168,231,639 (u32), delta 7,545,897, cnt = 100 / 7,545,897 = 0 -> 1. The u32
+    // expression of 2.6.29 gives t = 534, delta 0, cnt = 100 * cwnd = 10,000 -> scaled by
+    // delayed_ack 32: 5,000.
+    let cnt_for = |cubic_t: &str| {
+        let p = profile("linux-2.6.39", &[("hz", "1000"), ("cubic_t", cubic_t)]);
+        let clock = KernelClock::new(1000, p.uptime_ms);
+        let mut c = Cubic::new(&p);
+        c.last_max_cwnd = 100;
+        c.loss_cwnd = 100;
+        c.bic_origin_point = 100;
+        let mut delay = DelayState {
+            delay_min: 80,
+            epoch_start: 0xffff_ff00,
+        };
+        let u = CubicUpdate {
+            profile: &p,
+            cwnd: 100,
+            acked: 1,
+            now_jiffies: 0x100,
+            clock: &clock,
+            clock_kind: ClockKind::Ms,
+        };
+        c.update(&u, &mut delay);
+        c.cnt
+    };
+    assert_eq!(cnt_for("ulong"), 1);
+    assert_eq!(cnt_for("u32"), 5000);
+    assert_eq!(
+        profile("linux-2.6.39", &[]).get("cubic_t").ok(),
+        Some("ulong".to_owned())
+    );
+}
+
+#[test]
+fn snd_cwnd_cnt_is_16_bits_to_2_6_23() {
+    // 2.6.22 tcp_slow_start(): `tp->snd_cwnd_cnt += cnt; while (tp->snd_cwnd_cnt >=
+    // tp->snd_cwnd) ...` on a u16 field (32-bit from f78a1b38928, 2.6.24).
+    let mut old = TcpSock::new(40_000, u32::MAX, 1448).with_cwnd_cnt_bits(16);
+    old.snd_cwnd_cnt = 30_000;
+    old.slow_start_per_ack_cnt(0, 1);
+    // 30,000 + 40,000 = 70,000 keeps 4,464 in 16 bits: below cwnd, no increase.
+    assert_eq!((old.snd_cwnd, old.snd_cwnd_cnt), (40_000, 4_464));
+    let mut new = TcpSock::new(40_000, u32::MAX, 1448);
+    new.snd_cwnd_cnt = 30_000;
+    new.slow_start_per_ack_cnt(0, 1);
+    assert_eq!((new.snd_cwnd, new.snd_cwnd_cnt), (40_001, 30_000));
+    // From cwnd 65,536 a whole-window credit is 0 in 16 bits: slow start stops.
+    let mut stuck = TcpSock::new(70_000, u32::MAX, 1448).with_cwnd_cnt_bits(16);
+    stuck.slow_start_per_ack_cnt(0, 1);
+    assert_eq!((stuck.snd_cwnd, stuck.snd_cwnd_cnt), (70_000, 4_464));
+    // The per-ACK AI counter `snd_cwnd_cnt++` wraps at 65,536.
+    let mut ai = TcpSock::new(700, u32::MAX, 1448).with_cwnd_cnt_bits(16);
+    ai.snd_cwnd_cnt = 65_535;
+    ai.cong_avoid_ai_per_ack(70_000);
+    assert_eq!((ai.snd_cwnd, ai.snd_cwnd_cnt), (700, 0));
+    for (name, bits) in [
+        ("linux-2.6.20", "16"),
+        ("linux-2.6.22", "16"),
+        ("linux-2.6.26", "32"),
+    ] {
+        assert_eq!(
+            profile(name, &[]).get("cwnd_cnt_bits").ok().as_deref(),
+            Some(bits)
+        );
+    }
+}
+
+#[test]
+fn loss_revealing_ack_grows_first_in_2_6_and_not_in_modern_kernels() {
+    // 2.6.39 tcp_ack(): `if (tcp_may_raise_cwnd()) tcp_cong_avoid(); tcp_fastretrans_alert()`:
+    // reno slow start 21 -> 22, then ssthresh = 22 >> 1 = 11. 4.4+ runs
+    // tcp_fastretrans_alert() first: ssthresh = 21 >> 1 = 10 from the pre-ACK window, and
+    // tcp_in_cwnd_reduction() stops the growth.
+    for (name, after) in [("linux-2.6.39", 11), ("linux-4.4", 10), ("linux-6", 10)] {
+        let p = profile(name, &[("initial_cwnd", "21")]);
+        // One ACK carrying the loss ...
+        let mut m = Manual::new(Algorithm::Reno, &p, true);
+        m.ack_with(MS, 2, 80 * MS, false, Some(LossSignal::Loss));
+        assert_eq!(
+            (m.cc.cwnd(), m.cc.ssthresh()),
+            (after, Some(after)),
+            "{name}"
+        );
+        // ... and quinn's order (acks, then the congestion event) give the same.
+        // (No send in between: quinn reports the loss before it transmits again.)
+        let mut q = Manual::new(Algorithm::Reno, &p, true);
+        q.cc.on_ack(&AckEvent {
+            now_us: 81 * MS,
+            acked_pkts: 2,
+            rtt_us: Some(80 * MS),
+            largest_acked: Some(1),
+            packets_in_flight: 19,
+            ..Default::default()
+        });
+        q.cc.amend_last_ack(81 * MS, LossSignal::Loss);
+        assert_eq!(
+            (q.cc.cwnd(), q.cc.ssthresh()),
+            (after, Some(after)),
+            "{name}"
+        );
+        assert_eq!(q.cc.phase(), Phase::Recovery);
+    }
+}
+
+#[test]
+fn ack_that_ends_recovery_grows_only_in_modern_kernels() {
+    // 2.6.x: tcp_may_raise_cwnd() sees TCP_CA_Recovery before tcp_fastretrans_alert() leaves
+    // it: no growth on that ACK. 4.4+: the state is Open again when tcp_cong_avoid() runs:
+    // Reno AI with w = 10 and 10 packets -> 11.
+    for (name, reduced, on_end, next) in [("linux-2.6.39", 11, 11, 12), ("linux-6", 10, 11, 11)] {
+        let p = profile(name, &[("initial_cwnd", "21")]);
+        let mut m = Manual::new(Algorithm::Reno, &p, true);
+        m.ack_with(MS, 2, 80 * MS, false, Some(LossSignal::Loss));
+        assert_eq!(m.cc.cwnd(), reduced, "{name}");
+        m.ack_with(MS, 10, 80 * MS, true, None);
+        assert_ne!(m.cc.phase(), Phase::Recovery, "{name}");
+        assert_eq!(m.cc.cwnd(), on_end, "{name}");
+        // 2.6.39 is in slow start at cwnd == ssthresh (`<=`): +1 on the next ACK.
+        m.ack_with(MS, 1, 80 * MS, false, None);
+        assert_eq!(m.cc.cwnd(), next, "{name}");
+    }
+}
+
+#[test]
+fn ca_loss_holds_until_high_seq_and_freezes_delayed_ack() {
+    // 2.6.39 bictcp_acked(): `if (icsk->icsk_ca_state == TCP_CA_Open)` the delayed_ack EWMA
+    // `ratio - ratio / 16 + cnt` (capped at 32 << 4); tcp_enter_loss() stays in TCP_CA_Loss
+    // until high_seq is acknowledged.
+    let p = profile("linux-2.6.39", &[("initial_cwnd", "10"), ("hystart", "0")]);
+    let mut m = Manual::new(Algorithm::Cubic, &p, true);
+    let delayed_ack = |m: &Manual| match m.cc.growth() {
+        Growth::Cubic(c) => c.delayed_ack,
+        _ => unreachable!("cubic"),
+    };
+    m.ack_n(MS, 3, 80 * MS);
+    assert_eq!(delayed_ack(&m), 33);
+    m.cc.on_rto(m.now_us);
+    assert_eq!(delayed_ack(&m), 32, "bictcp_reset");
+    m.ack_n(MS, 3, 80 * MS);
+    assert_eq!(delayed_ack(&m), 32, "frozen in Loss");
+    assert_eq!(m.cc.cwnd(), 2, "slow start in Loss");
+    m.ack_with(MS, 3, 80 * MS, true, None);
+    assert_eq!(delayed_ack(&m), 32, "pkts_acked runs before the state exit");
+    m.ack_n(MS, 3, 80 * MS);
+    assert_eq!(delayed_ack(&m), 33, "Open again");
+}
+
+#[test]
+fn srtt_takes_the_oldest_packet_and_pkts_acked_the_newest() {
+    // tcp_clean_rtx_queue(): tcp_ack_update_rtt(sk, flag, seq_rtt_us, ..) feeds
+    // tcp_rtt_estimator() the first (oldest) acked packet's RTT; pkts_acked gets ca_rtt_us
+    // (the last one).
+    let p = profile("linux-6", &[("hystart", "0")]);
+    let mut cc = KernelCc::new(Algorithm::Cubic, &p, true, 1200);
+    cc.on_sent(0, 10, 10);
+    cc.on_ack(&AckEvent {
+        now_us: 40 * MS,
+        packets: 3,
+        acked_pkts: 3,
+        rtt_us: Some(10 * MS),
+        seq_rtt_us: Some(30 * MS),
+        largest_acked: Some(2),
+        packets_in_flight: 7,
+        ..Default::default()
+    });
+    assert_eq!(cc.tcp_sock().srtt_us, 30_000 << 3);
+    assert_eq!(cc.delay_state().delay_min, 10_000);
+}
+
+#[test]
+fn sample_edges() {
+    // 2.6.20 measure_delay(): `if (!(tp->rx_opt.saw_tstamp && tp->rx_opt.rcv_tsecr))
+    // return;` an echoed timestamp of 0 is "no timestamp". uptime 300 s at HZ 250 puts
+    // jiffies at 0 when the controller is built.
+    let clock = KernelClock::new(250, 300_000);
+    let tsecr = DelayRules {
+        clock: ClockKind::Jiffies,
+        rtt_sample: RttSample::Tsecr,
+        blackout: DelayBlackout::Always,
+        hystart: false,
+    };
+    assert_eq!(
+        DelayState::delay_of(&tsecr, &clock, 100 * MS, 100 * MS),
+        None
+    );
+    // Sent at 4 ms (jiffy 1), now 100 ms (jiffy 25): 24 jiffies << 3.
+    assert_eq!(
+        DelayState::delay_of(&tsecr, &clock, 100 * MS, 96 * MS),
+        Some(192)
+    );
+    // ack_sample.rtt_us is an s32: 2^31 us or more is negative, no sample.
+    let us = DelayRules {
+        clock: ClockKind::Us,
+        rtt_sample: RttSample::Us,
+        blackout: DelayBlackout::EpochStarted,
+        hystart: true,
+    };
+    let big = 1u64 << 31;
+    assert_eq!(DelayState::delay_of(&us, &clock, big + 1, big), None);
+    assert_eq!(
+        DelayState::delay_of(&us, &clock, big, big - 1),
+        Some(i32::MAX as u32)
+    );
+}
+
+#[test]
+fn old_eras_moderate_cwnd_in_loss_and_when_an_episode_ends() {
+    // 2.6.39 tcp_fastretrans_alert(): the ACK that ends Recovery goes through
+    // tcp_try_to_open() -> tcp_moderate_cwnd(): cwnd = min(cwnd, in_flight + reordering).
+    // Reno, cwnd 21 -> loss -> 11; the ending ACK leaves 2 in flight: min(11, 2 + 3) = 5.
+    // 6.x has no such step: cwnd 10 -> 11 (Reno AI on that ACK).
+    for (name, after) in [("linux-2.6.39", 5), ("linux-6", 11)] {
+        let p = profile(name, &[("initial_cwnd", "21")]);
+        let mut m = Manual::new(Algorithm::Reno, &p, true);
+        m.ack_with(MS, 2, 80 * MS, false, Some(LossSignal::Loss));
+        m.app_limit = Some(0);
+        m.ack_with(MS, 17, 80 * MS, true, None);
+        assert_eq!(m.cc.cwnd(), after, "{name}");
+    }
+    // In TCP_CA_Loss every ACK is moderated: after an RTO with 3 packets left in flight,
+    // slow start may take cwnd to at most 3 + 3.
+    let p = profile("linux-2.6.39", &[("initial_cwnd", "10")]);
+    let mut m = Manual::new(Algorithm::Reno, &p, true);
+    m.app_limit = Some(0);
+    m.cc.on_rto(m.now_us);
+    m.ack_with(MS, 7, 80 * MS, false, None);
+    assert_eq!(m.cc.cwnd(), 2);
+    assert_eq!(m.cc.phase(), Phase::SlowStart);
+}

@@ -1,0 +1,104 @@
+//! The hook-by-hook API from a chosen state (`hare_cc::hooks`): what a differential test
+//! against the kernel sources drives.
+
+use hare_cc::cubic::Cubic;
+use hare_cc::delay::DelayState;
+use hare_cc::engine::{AckEvent, Growth, KernelCc};
+use hare_cc::hooks::{StartError, StartState};
+use hare_cc::tcp_sock::CaState;
+use hare_cc::{Algorithm, Profile};
+
+fn profile(name: &str, kv: &[(&str, &str)]) -> Profile {
+    let mut p = Profile::named(name).expect("built in");
+    for (k, v) in kv {
+        p.set(k, v).expect("valid");
+    }
+    p
+}
+
+#[test]
+fn cubic_linux_6_update_from_a_given_state() {
+    // docs/KERNEL-NOTES.md fact 8 through the hooks: HZ 1000, delay_min 80 ms, origin 850,
+    // K 7380, cwnd 700, epoch started 1000 jiffies ago: t = (1080 << 10) / 1000 = 1105,
+    // delta 92, target 758, cnt = 700 / 58 = 12; one AI step: snd_cwnd_cnt 1.
+    let p = profile("linux-6", &[("hz", "1000")]);
+    let mut cc = KernelCc::new(Algorithm::Cubic, &p, true, 1448);
+    let now_us = 5_000_000;
+    let now_j = cc.clock().jiffies(now_us);
+    let mut c = Cubic::new(&p);
+    c.last_max_cwnd = 850;
+    c.bic_origin_point = 850;
+    c.bic_k = 7380;
+    let start = StartState {
+        cwnd: 700,
+        ssthresh: Some(500),
+        growth: Some(Growth::Cubic(c)),
+        delay: Some(DelayState {
+            delay_min: 80_000,
+            epoch_start: now_j.wrapping_sub(1000),
+        }),
+        ..StartState::default()
+    };
+    cc.start_from(&start).expect("cubic state");
+    cc.hook_cong_avoid(&AckEvent {
+        now_us,
+        acked_pkts: 1,
+        packets_in_flight: 699,
+        ..AckEvent::default()
+    });
+    let Growth::Cubic(after) = cc.growth() else {
+        panic!("cubic")
+    };
+    assert_eq!(after.cnt, 12);
+    assert_eq!((cc.cwnd(), cc.tcp_sock().snd_cwnd_cnt), (700, 1));
+    // ssthresh op (bictcp_recalc_ssthresh): 700 < last_max 850, so fast convergence sets
+    // last_max = 700 * (1024 + 717) / 2048 = 595; ssthresh = 700 * 717 / 1024 = 490.
+    assert_eq!(cc.hook_ssthresh(), 490);
+    let Growth::Cubic(after) = cc.growth() else {
+        panic!("cubic")
+    };
+    assert_eq!(after.last_max_cwnd, 595);
+    assert_eq!(cc.delay_state().epoch_start, 0);
+}
+
+#[test]
+fn bic_pkts_acked_only_in_open_and_set_state_loss_resets() {
+    let p = profile("linux-4.4", &[]);
+    let mut cc = KernelCc::new(Algorithm::Bic, &p, true, 1448);
+    let ack = AckEvent {
+        now_us: 100_000,
+        acked_pkts: 4,
+        rtt_us: Some(50_000),
+        ..AckEvent::default()
+    };
+    cc.hook_pkts_acked(&ack);
+    let delayed_ack = |cc: &KernelCc| match cc.growth() {
+        Growth::Bic(b) => b.delayed_ack,
+        _ => unreachable!("bic"),
+    };
+    assert_eq!(delayed_ack(&cc), 32 + 4 - 2);
+    cc.hook_set_state(100_000, CaState::Recovery);
+    cc.hook_pkts_acked(&ack);
+    assert_eq!(delayed_ack(&cc), 34, "bictcp_acked: TCP_CA_Open only");
+    cc.hook_set_state(100_000, CaState::Loss);
+    assert_eq!(delayed_ack(&cc), 32, "bictcp_reset");
+}
+
+#[test]
+fn start_state_is_checked() {
+    let p = profile("linux-6", &[]);
+    let mut cc = KernelCc::new(Algorithm::Reno, &p, true, 1448);
+    let cubic = StartState {
+        growth: Some(Growth::Cubic(Cubic::new(&p))),
+        ..StartState::default()
+    };
+    assert_eq!(
+        cc.start_from(&cubic),
+        Err(StartError::AlgorithmMismatch { expected: "reno" })
+    );
+    let zero = StartState {
+        cwnd: 0,
+        ..StartState::default()
+    };
+    assert_eq!(cc.start_from(&zero), Err(StartError::ZeroCwnd));
+}
