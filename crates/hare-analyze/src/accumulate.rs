@@ -11,6 +11,8 @@ use crate::trace::{Format, Sample};
 pub const BIN_S: f64 = 0.01;
 /// Shortest spacing of kept congestion samples.
 pub const SAMPLE_S: f64 = 0.001;
+/// Send times kept for ACK-based RTT samples (packets not yet acknowledged).
+const MAX_SENT_TIMES: usize = 1 << 20;
 /// Bins beyond this (about 28 hours) are not kept, so a corrupt time cannot exhaust memory.
 const MAX_BINS: usize = 10_000_000;
 /// ssthresh at or above this is a producer's "infinite" (u64::MAX from quiche, usize::MAX,
@@ -98,6 +100,15 @@ pub(crate) struct Accumulator {
     pub first_sent_s: Option<f64>,
     pub first_received_s: Option<f64>,
     pub first_rtt_value: Option<f64>,
+    /// Smallest min_rtt logged (raw unit).
+    pub min_rtt_logged: Option<f64>,
+    /// Send times of recent 1-RTT packets, for RTT samples from ACK frames.
+    sent_times: std::collections::BTreeMap<u64, f64>,
+    /// Smallest ACK-measured round trip, seconds: largest acknowledged packet's send time
+    /// to the ACK's arrival.
+    pub ack_rtt_min_s: Option<f64>,
+    /// Milliseconds per logged time unit (from the trace's metadata).
+    pub ms_per_unit: Option<f64>,
     pub max_cwnd_bytes: Option<u64>,
     pub cuts: u64,
     /// The window before the last change, when that change was a cut, and its time.
@@ -167,6 +178,10 @@ impl Accumulator {
             first_sent_s: None,
             first_received_s: None,
             first_rtt_value: None,
+            min_rtt_logged: None,
+            sent_times: std::collections::BTreeMap::new(),
+            ack_rtt_min_s: None,
+            ms_per_unit: None,
             max_cwnd_bytes: None,
             cuts: 0,
             last_cut: None,
@@ -290,6 +305,9 @@ impl Accumulator {
         if app {
             if let Some(pn) = d.packet_number() {
                 self.unacked.sent(pn, streams);
+                if self.sent_times.len() < MAX_SENT_TIMES {
+                    self.sent_times.insert(pn, t);
+                }
             }
         }
     }
@@ -325,6 +343,16 @@ impl Accumulator {
                     self.first_stream_received_s.get_or_insert(t);
                 }
             } else if f.is_ack() && app {
+                if let Some(largest) = f.ranges().map(|r| r.1).max() {
+                    if let Some(&sent) = self.sent_times.get(&largest) {
+                        let rtt = t - sent;
+                        if rtt > 0.0 && self.ack_rtt_min_s.is_none_or(|m| rtt < m) {
+                            self.ack_rtt_min_s = Some(rtt);
+                        }
+                    }
+                    // Older packets can no longer be the largest acknowledged.
+                    self.sent_times = self.sent_times.split_off(&largest.saturating_add(1));
+                }
                 let mut new = 0;
                 for (a, b) in f.ranges() {
                     new += self.unacked.acked(a, b);
@@ -428,6 +456,7 @@ impl Accumulator {
         }
         if let Some(v) = Self::rtt(d.min_rtt, &mut self.ignored_min_rtt) {
             self.cur.min_rtt_ms = Some(v);
+            self.min_rtt_logged = Some(self.min_rtt_logged.map_or(v, |m: f64| m.min(v)));
             if self.first_received_s.is_some() {
                 self.first_rtt_value.get_or_insert(v);
             }

@@ -19,22 +19,36 @@ pub const QUIC_OVERHEAD_BYTES: u64 = 27;
 /// Signals closer than this to an episode's start belong to it when no RTT is known.
 const EPISODE_FALLBACK_S: f64 = 0.1;
 
+/// The candidate (milliseconds per logged RTT unit) that brings `v` closest to `seen_ms`.
+fn closest(v: f64, seen_ms: f64, candidates: &[f64]) -> f64 {
+    candidates
+        .iter()
+        .copied()
+        .min_by(|x, y| {
+            let dx = (v * x / seen_ms).ln().abs();
+            let dy = (v * y / seen_ms).ln().abs();
+            dx.total_cmp(&dy)
+        })
+        .unwrap_or(1.0)
+}
+
 /// Factor turning the logged RTTs into milliseconds. qlog says milliseconds, but
-/// quinn-proto 0.11 writes seconds and picoquic microseconds: the first RTT sample after
-/// the first packet came back is compared with that first round trip as seen in the event
-/// times, and the unit that matches it best wins.
+/// quinn-proto 0.11 writes seconds and picoquic microseconds (its `time_units`). When ACK
+/// frames are logged, the smallest logged min_rtt is compared with the smallest round trip
+/// the ACKs show (largest acknowledged packet's send time to the ACK); else the first RTT
+/// sample with the first round trip seen in the event times (seconds or milliseconds).
 fn rtt_scale(a: &Accumulator) -> f64 {
+    if let (Some(seen_s), Some(v)) = (a.ack_rtt_min_s, a.min_rtt_logged) {
+        if seen_s > 0.0 && v > 0.0 {
+            return closest(v, seen_s * 1000.0, &[1000.0, 1.0, 0.001]);
+        }
+    }
+    if let Some(u) = a.ms_per_unit.filter(|&u| u != 1.0) {
+        return u;
+    }
     match (a.first_sent_s, a.first_received_s, a.first_rtt_value) {
         (Some(s), Some(r), Some(v)) if r > s && v > 0.0 => {
-            let seen_ms = (r - s) * 1000.0;
-            [1000.0, 1.0, 0.001]
-                .into_iter()
-                .min_by(|x, y| {
-                    let dx = (v * x / seen_ms).ln().abs();
-                    let dy = (v * y / seen_ms).ln().abs();
-                    dx.total_cmp(&dy)
-                })
-                .unwrap_or(1.0)
+            closest(v, (r - s) * 1000.0, &[1000.0, 1.0])
         }
         _ => 1.0,
     }

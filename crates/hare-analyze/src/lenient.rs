@@ -118,6 +118,55 @@ impl<'de> Deserialize<'de> for Text {
     }
 }
 
+/// A string borrowed from the input when it can be (event names), `None` when the field
+/// held something else.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct BText<'a>(pub Option<std::borrow::Cow<'a, str>>);
+
+struct BTextVisitor;
+
+impl<'de> Visitor<'de> for BTextVisitor {
+    type Value = BText<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("anything")
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<BText<'de>, E> {
+        Ok(BText(Some(std::borrow::Cow::Borrowed(v))))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<BText<'de>, E> {
+        Ok(BText(Some(std::borrow::Cow::Owned(v.to_owned()))))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<BText<'de>, E> {
+        Ok(BText(None))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<BText<'de>, E> {
+        Ok(BText(None))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<BText<'de>, E> {
+        Ok(BText(None))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<BText<'de>, E> {
+        Ok(BText(None))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<BText<'de>, E> {
+        Ok(BText(None))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<BText<'de>, A::Error> {
+        while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(BText(None))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<BText<'de>, A::Error> {
+        while s.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(BText(None))
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for BText<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<BText<'a>, D::Error> {
+        d.deserialize_any(BTextVisitor)
+    }
+}
+
 /// A list of lenient elements (`Num`, `Text`, `Obj`, `List`: elements of another type read
 /// as absent values); not a list reads as empty.
 #[derive(Debug, Clone, PartialEq)]

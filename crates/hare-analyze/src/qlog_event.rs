@@ -34,13 +34,20 @@ impl Kind {
     pub fn of(name: &str) -> Kind {
         let short = name.rsplit(':').next().unwrap_or(name);
         let short = short.rsplit('.').next().unwrap_or(short);
-        match short.to_ascii_lowercase().as_str() {
-            "packet_sent" => Kind::PacketSent,
-            "packet_received" => Kind::PacketReceived,
-            "packet_lost" => Kind::PacketLost,
-            "metrics_updated" | "recovery_metrics_updated" => Kind::MetricsUpdated,
-            "congestion_state_updated" => Kind::CongestionState,
-            _ => Kind::Other,
+        // No allocation per event: names compared without case.
+        let is = |n: &str| short.eq_ignore_ascii_case(n);
+        if is("packet_sent") {
+            Kind::PacketSent
+        } else if is("packet_received") {
+            Kind::PacketReceived
+        } else if is("packet_lost") {
+            Kind::PacketLost
+        } else if is("metrics_updated") || is("recovery_metrics_updated") {
+            Kind::MetricsUpdated
+        } else if is("congestion_state_updated") {
+            Kind::CongestionState
+        } else {
+            Kind::Other
         }
     }
 }

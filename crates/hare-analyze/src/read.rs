@@ -19,7 +19,7 @@ use serde::Deserialize;
 
 use crate::accumulate::Accumulator;
 use crate::error::{AnalyzeError, Result};
-use crate::lenient::{Num, Text};
+use crate::lenient::{BText, Num, Text};
 use crate::sidecar;
 use crate::sink::{EventSink, TraceMeta};
 use crate::trace::{Format, Skipped, Trace};
@@ -134,12 +134,12 @@ fn read_brace(path: &Path, mut r: BufReader<File>) -> Result<Vec<Trace>> {
 struct SeqRecord<'a> {
     #[serde(default)]
     time: Option<Num>,
-    #[serde(default)]
-    name: Text,
-    #[serde(default)]
-    category: Text,
-    #[serde(default)]
-    event: Text,
+    #[serde(borrow, default)]
+    name: BText<'a>,
+    #[serde(borrow, default)]
+    category: BText<'a>,
+    #[serde(borrow, default)]
+    event: BText<'a>,
     #[serde(borrow, default)]
     data: Option<&'a RawValue>,
     #[serde(default)]
@@ -162,12 +162,16 @@ impl SeqRecord<'_> {
 }
 
 /// The `category:event` name of an event, from `name` or draft-01's two fields.
-pub(crate) fn event_name(name: &Text, category: &Text, event: &Text) -> String {
-    match (name.as_deref(), category.as_deref(), event.as_deref()) {
-        (Some(n), _, _) => n.to_owned(),
-        (None, Some(c), Some(e)) => format!("{c}:{e}"),
-        (None, None, Some(e)) => e.to_owned(),
-        _ => String::new(),
+pub(crate) fn event_name<'a>(
+    name: &'a Option<Cow<'a, str>>,
+    category: &Option<Cow<'_, str>>,
+    event: &'a Option<Cow<'a, str>>,
+) -> Cow<'a, str> {
+    match (name, category, event) {
+        (Some(n), _, _) => Cow::Borrowed(n.as_ref()),
+        (None, Some(c), Some(e)) => Cow::Owned(format!("{c}:{e}")),
+        (None, None, Some(e)) => Cow::Borrowed(e.as_ref()),
+        _ => Cow::Borrowed(""),
     }
 }
 
@@ -231,7 +235,7 @@ pub fn read_seq<R: BufRead>(path: &Path, mut r: R, sep: u8) -> Result<Vec<Trace>
         };
         match rec.time.and_then(|t| t.0) {
             Some(time) => {
-                let name = event_name(&rec.name, &rec.category, &rec.event);
+                let name = event_name(&rec.name.0, &rec.category.0, &rec.event.0);
                 s.feed(time, &name, rec.data.map(RawValue::get));
             }
             None => untimed += 1,
@@ -490,7 +494,8 @@ impl<'de> Visitor<'de> for EventsSeed<'_> {
             match ev {
                 AnyEvent::Object(o) => match o.time.and_then(|t| t.0) {
                     Some(t) => {
-                        let name = event_name(&o.name, &o.category, &o.event);
+                        let (n, c, e) = (cow(&o.name), cow(&o.category), cow(&o.event));
+                        let name = event_name(&n, &c, &e);
                         s.feed(t, &name, o.data.as_deref().map(RawValue::get));
                     }
                     None => s.acc.records += 1,
@@ -516,6 +521,11 @@ struct EventObject {
     event: Text,
     #[serde(default)]
     data: Option<Box<RawValue>>,
+}
+
+/// A lenient text as a borrowed name.
+fn cow(t: &Text) -> Option<Cow<'_, str>> {
+    t.as_deref().map(Cow::Borrowed)
 }
 
 /// An event: an object (qlog 0.3 and later) or an array (draft-00/01, picoquic).

@@ -129,7 +129,8 @@ impl EventSink {
     }
 
     /// The trace.
-    pub fn finish(self, skipped: Vec<Skipped>) -> Trace {
+    pub fn finish(mut self, skipped: Vec<Skipped>) -> Trace {
+        self.acc.ms_per_unit = self.meta.ms_per_unit;
         crate::finish::finish(self.acc, skipped)
     }
 }
