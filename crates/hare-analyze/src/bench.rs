@@ -1,7 +1,7 @@
 //! The reader benchmark: write a large synthetic quinn-style qlog (JSON-SEQ), analyse it and
 //! report throughput (MB/s of file) and the process's peak RSS (`VmHWM`).
 //!
-//! Targets (issue #6): at least 100 MB/s, and under 200 MB peak RSS for a 1 GB qlog.
+//! Targets: at least 100 MB/s, and under 200 MB peak RSS for a 1 GB qlog.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};

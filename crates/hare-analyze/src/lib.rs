@@ -1,4 +1,4 @@
-//! hare-analyze: qlog- and report-driven analysis of bulk transfers (issue #6).
+//! hare-analyze: qlog- and report-driven analysis of bulk transfers.
 //!
 //! Readers turn hare report JSON lines, qlog JSON-SEQ (quinn's and quiche's `.sqlog`) and
 //! qlog JSON (`.qlog` with a `traces` array) into [`Trace`]s, streaming and in bounded

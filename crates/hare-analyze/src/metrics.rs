@@ -1,4 +1,4 @@
-//! Metrics of one trace: what issue #6 lists, computed from a [`Trace`].
+//! Metrics of one trace: computed from a [`Trace`].
 
 use serde::Serialize;
 

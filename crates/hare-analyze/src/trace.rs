@@ -53,7 +53,7 @@ pub struct Chunk {
     pub bytes: u64,
 }
 
-/// How the slow-start exit was found, in the order of preference of issue #6.
+/// How the slow-start exit was found, in order of preference.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ExitSource {

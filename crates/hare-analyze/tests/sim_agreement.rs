@@ -1,4 +1,4 @@
-//! Acceptance of issue #6: the metrics of a hare-sim run's qlog agree with its report (exit
+//! The metrics of a hare-sim run's qlog agree with its report (exit
 //! cwnd and time identical, goodput within 1 %).
 
 mod common;

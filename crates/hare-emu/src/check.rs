@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::EngineReport;
 
-/// Lateness p99 above this makes a run invalid (issue #5).
+/// Lateness p99 above this makes a run invalid.
 pub const MAX_P99_LATENESS_NS: u64 = 1_000_000;
 /// Emulator CPU at or above this share of one core makes a run invalid (it was saturated).
 pub const MAX_CPU_PCT: f64 = 95.0;

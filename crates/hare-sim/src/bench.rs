@@ -74,7 +74,7 @@ impl BenchCase {
     }
 }
 
-/// The four cases of issue #4: 1 and 10 Gbit/s x 80 ms, MTU 1452 and 8952.
+/// The four benchmark cases: 1 and 10 Gbit/s x 80 ms, MTU 1452 and 8952.
 pub fn standard_cases(seconds: Duration) -> Vec<BenchCase> {
     let rtt = Duration::from_millis(80);
     let mut v = Vec::new();
