@@ -71,7 +71,7 @@ pub fn slow_start_exit(run: &Run) -> Option<(f64, u32, String)> {
     }
     run.events.iter().find_map(|ev| match &ev.kind {
         EventKind::Cc {
-            event: hare_cc::CcEvent::SlowStartExit { cwnd, reason, .. },
+            event: hare_report::CcEvent::SlowStartExit { cwnd, reason, .. },
         } => Some((ev.t_s, *cwnd, reason.as_str().to_string())),
         EventKind::SlowStartExitObserved {
             cwnd_segments,

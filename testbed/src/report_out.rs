@@ -106,7 +106,7 @@ pub fn write_outputs(
     for ev in &run.events {
         match &ev.kind {
             EventKind::Cc {
-                event: hare_cc::CcEvent::SlowStartExit { cwnd, reason, .. },
+                event: hare_report::CcEvent::SlowStartExit { cwnd, reason, .. },
             } => cw
                 .exits
                 .push((ev.t_s, f64::from(*cwnd), reason.as_str().to_string())),
@@ -119,7 +119,7 @@ pub fn write_outputs(
                 reason.as_str().to_string(),
             )),
             EventKind::Cc {
-                event: hare_cc::CcEvent::WindowReduced { from_cwnd, .. },
+                event: hare_report::CcEvent::WindowReduced { from_cwnd, .. },
             } => cw.reductions.push((ev.t_s, f64::from(*from_cwnd))),
             _ => {}
         }

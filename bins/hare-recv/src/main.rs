@@ -177,7 +177,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         tcp,
     };
     let tcp_mode = opts.tcp.is_some();
-    // One current-thread runtime per process (PLATFORM-FACTS: faster on 2 cores).
+    // One current-thread runtime per process (docs/PLATFORM.md: faster on 2 cores).
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

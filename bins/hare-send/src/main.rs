@@ -186,7 +186,7 @@ fn init_tracing(verbose: u8) {
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
     // One current-thread runtime per process: faster than multi-thread on 2 cores
-    // (PLATFORM-FACTS).
+    // (docs/PLATFORM.md).
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

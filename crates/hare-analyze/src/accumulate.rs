@@ -2,10 +2,12 @@
 //! (one sample per millisecond, one byte counter per 10 ms) and the packets in flight, never
 //! with the file's size. The exit, episodes and role are decided in [`crate::finish`].
 
+use hare_report::ExitReason;
+
 use crate::lenient::Num;
 use crate::qlog_event::{classify_state, Kind, MetricsData, PacketData, StateClass, StateData};
 use crate::streams::{StreamBytes, Unacked};
-use crate::trace::{Format, Sample};
+use crate::trace::{Exit, ExitSource, Format, Sample};
 
 /// Width of the delivered-bytes bins of qlog traces.
 pub const BIN_S: f64 = 0.01;
@@ -95,7 +97,7 @@ pub(crate) struct Accumulator {
     pub recovery_logged: bool,
     pub state_exit: Option<StateExit>,
     pub in_slow_start_state: bool,
-    pub ssthresh_exit: Option<crate::trace::Exit>,
+    pub ssthresh_exit: Option<Exit>,
     pub out_of_range: u64,
     pub first_sent_s: Option<f64>,
     pub first_received_s: Option<f64>,
@@ -467,12 +469,43 @@ impl Accumulator {
             _ => None,
         };
         if self.ssthresh_exit.is_none() {
-            self.ssthresh_exit = crate::finish::infer_exit(&prev, &self.cur, reduced, t);
+            self.ssthresh_exit = infer_exit(&prev, &self.cur, reduced, t);
         }
         let ssthresh_changed = prev.ssthresh_bytes != self.cur.ssthresh_bytes;
         if t - self.last_kept_s >= SAMPLE_S || ssthresh_changed || reduced.is_some() {
             self.samples.push(self.cur);
             self.last_kept_s = t;
         }
+    }
+}
+
+/// Slow-start exit from one metrics update: ssthresh became finite (a reduction in the same
+/// update means a loss ended slow start, and the exit window is the one before it), or a
+/// preset ssthresh was reached (the kernel's `initial_ssthresh` clamp,
+/// `tcp_in_slow_start()` turning false).
+fn infer_exit(prev: &Sample, cur: &Sample, reduced: Option<(u64, u64)>, t: f64) -> Option<Exit> {
+    let cwnd = cur.cwnd_bytes?;
+    let ssthresh = cur.ssthresh_bytes?;
+    let exit = |cwnd_bytes, reason| {
+        Some(Exit {
+            t_s: t,
+            cwnd_bytes,
+            cwnd_segments: None,
+            reason,
+            source: ExitSource::SsthreshFinite,
+        })
+    };
+    if prev.ssthresh_bytes.is_none() && prev.cwnd_bytes.is_some() {
+        match reduced {
+            Some((from, _)) => exit(from, Some(ExitReason::Loss)),
+            // Kernel HyStart (cubic, 2.6.29+ `hystart_update`) sets ssthresh to the cwnd of the
+            // moment it fires; the same ACK frame may still grow cwnd after it, so the window at
+            // the exit is ssthresh when it is the smaller.
+            None => exit(cwnd.min(ssthresh), None),
+        }
+    } else if cwnd >= ssthresh {
+        exit(cwnd, Some(ExitReason::SsthreshReached))
+    } else {
+        None
     }
 }

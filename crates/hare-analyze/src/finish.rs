@@ -1,7 +1,7 @@
 //! From an [`Accumulator`] to a [`Trace`]: the role, the payload (STREAM frames when logged,
 //! else the packet-byte estimate), the RTT unit, the slow-start exit and the loss episodes.
 
-use hare_cc::ExitReason;
+use hare_report::ExitReason;
 
 use crate::accumulate::{Accumulator, Signal, SignalKind, BIN_S};
 use crate::trace::{
@@ -73,7 +73,7 @@ fn role(a: &Accumulator) -> Option<TraceRole> {
 }
 
 /// The earliest of the candidate exits; on a tie the ssthresh-based one (its window is
-/// min(cwnd, ssthresh), see [`infer_exit`]).
+/// min(cwnd, ssthresh), see `accumulate::infer_exit`).
 fn pick_exit(a: &Accumulator, signals: &[Signal]) -> Option<Exit> {
     let signal_exit = signals.first().and_then(|s| {
         Some(Exit {
@@ -144,47 +144,8 @@ pub(crate) fn finish(mut a: Accumulator, mut skipped: Vec<Skipped>) -> Trace {
     let mss = (a.max_one_rtt_len > 0).then_some(a.max_one_rtt_len);
     let overhead = QUIC_OVERHEAD_BYTES + a.max_dcid_len.unwrap_or(0);
     let sender = role != Some(TraceRole::Receiver);
-    // The goodput span: from the first payload sent (sender) or received (receiver), when
-    // frames tell it, else the origin, to the last delivery.
-    let (bins, source, first, last, scaled) = if sender && a.unacked.acked_unique() > 0 {
-        let b = std::mem::take(&mut a.acked_stream_bins);
-        let (f, l) = (a.first_stream_sent_s, a.last_acked_stream_s);
-        (b, PayloadSource::AckedStreamFrames, f, l, false)
-    } else if !sender && a.stream_received.unique > 0 {
-        let b = std::mem::take(&mut a.received_stream_bins);
-        let (f, l) = (a.first_stream_received_s, a.last_received_stream_s);
-        (b, PayloadSource::ReceivedStreamFrames, f, l, false)
-    } else if sender && a.acked_cum > 0 {
-        let b = std::mem::take(&mut a.acked_bins);
-        let l = a.last_acked_estimate_s;
-        (b, PayloadSource::PacketEstimate, None, l, true)
-    } else if !sender && !a.received_bins.is_empty() {
-        let b = std::mem::take(&mut a.received_bins);
-        let l = a.last_received_estimate_s;
-        (b, PayloadSource::PacketEstimate, None, l, true)
-    } else {
-        (Vec::new(), PayloadSource::Unknown, None, None, false)
-    };
-    let (num, den) = match mss {
-        Some(m) if scaled && m > overhead => (m - overhead, m),
-        _ => (1, 1),
-    };
     let end = a.last_s - origin;
-    let delivered = bins
-        .iter()
-        .enumerate()
-        .map(|(i, &bytes)| {
-            let (lo, hi) = (i as f64 * BIN_S - origin, (i + 1) as f64 * BIN_S - origin);
-            // The bins that hold the origin and the end are clipped to them: nothing was
-            // delivered outside, and a short run (65 ms on loopback) must not lose part of
-            // a 10 ms bin to the proportional split of `delivered_between`.
-            Chunk {
-                start_s: if hi > 0.0 { lo.max(0.0) } else { lo },
-                end_s: if lo < end { hi.min(end) } else { hi },
-                bytes: (u128::from(bytes) * u128::from(num) / u128::from(den)) as u64,
-            }
-        })
-        .collect();
+    let payload = payload(&mut a, sender, mss, overhead, origin, end);
     for s in &mut a.samples {
         s.t_s -= origin;
         s.srtt_ms = s.srtt_ms.map(|v| v * scale);
@@ -228,6 +189,124 @@ pub(crate) fn finish(mut a: Accumulator, mut skipped: Vec<Skipped>) -> Trace {
         || !signals.is_empty()
         || a.cuts > 0;
     let losses_logged = !a.losses.is_empty() || (sender && !evidence);
+    let notes = notes(
+        &a,
+        &signals,
+        payload.source,
+        overhead,
+        sender && !losses_logged,
+    );
+    if a.out_of_range > 0 {
+        skipped.push(Skipped {
+            count: a.out_of_range,
+            reason: "event time not finite or beyond 28 hours".into(),
+        });
+    }
+    Trace {
+        name: a.name,
+        format: a.format,
+        role,
+        vantage: a.vantage,
+        mss,
+        origin_s: origin,
+        end_s: end,
+        samples: a.samples,
+        delivered: payload.chunks,
+        losses: a.losses.iter().map(|t| t - origin).collect(),
+        losses_logged,
+        retransmitted_bytes: retransmitted,
+        stream_bytes_sent: a.frames_logged.then_some(a.stream_sent.unique),
+        payload_source: payload.source,
+        delivery_start_s: payload.first.map(|t| (t - origin).max(0.0)),
+        delivery_end_s: payload.last.map(|t| t - origin),
+        notes,
+        reductions,
+        exit,
+        max_cwnd_bytes: a.max_cwnd_bytes,
+        in_flight_at_end_bytes: a.cur.in_flight_bytes,
+        path_rate_bps: None,
+        path_rtt_ms: None,
+        skipped,
+        records: a.records,
+    }
+}
+
+/// The payload a trace delivered, in report time, and where the figure comes from.
+struct Payload {
+    chunks: Vec<Chunk>,
+    source: PayloadSource,
+    /// First payload sent (sender) or received (receiver), when frames tell it (qlog time).
+    first: Option<f64>,
+    /// Last delivery (qlog time).
+    last: Option<f64>,
+}
+
+/// Picks the best logged payload figure (acknowledged or received STREAM frames, else the
+/// packet-byte estimate) and turns its bins into chunks clipped to `[0, end]`.
+fn payload(
+    a: &mut Accumulator,
+    sender: bool,
+    mss: Option<u64>,
+    overhead: u64,
+    origin: f64,
+    end: f64,
+) -> Payload {
+    // The goodput span: from the first payload sent (sender) or received (receiver), when
+    // frames tell it, else the origin, to the last delivery.
+    let (bins, source, first, last, scaled) = if sender && a.unacked.acked_unique() > 0 {
+        let b = std::mem::take(&mut a.acked_stream_bins);
+        let (f, l) = (a.first_stream_sent_s, a.last_acked_stream_s);
+        (b, PayloadSource::AckedStreamFrames, f, l, false)
+    } else if !sender && a.stream_received.unique > 0 {
+        let b = std::mem::take(&mut a.received_stream_bins);
+        let (f, l) = (a.first_stream_received_s, a.last_received_stream_s);
+        (b, PayloadSource::ReceivedStreamFrames, f, l, false)
+    } else if sender && a.acked_cum > 0 {
+        let b = std::mem::take(&mut a.acked_bins);
+        let l = a.last_acked_estimate_s;
+        (b, PayloadSource::PacketEstimate, None, l, true)
+    } else if !sender && !a.received_bins.is_empty() {
+        let b = std::mem::take(&mut a.received_bins);
+        let l = a.last_received_estimate_s;
+        (b, PayloadSource::PacketEstimate, None, l, true)
+    } else {
+        (Vec::new(), PayloadSource::Unknown, None, None, false)
+    };
+    let (num, den) = match mss {
+        Some(m) if scaled && m > overhead => (m - overhead, m),
+        _ => (1, 1),
+    };
+    let chunks = bins
+        .iter()
+        .enumerate()
+        .map(|(i, &bytes)| {
+            let (lo, hi) = (i as f64 * BIN_S - origin, (i + 1) as f64 * BIN_S - origin);
+            // The bins that hold the origin and the end are clipped to them: nothing was
+            // delivered outside, and a short run (65 ms on loopback) must not lose part of
+            // a 10 ms bin to the proportional split of `delivered_between`.
+            Chunk {
+                start_s: if hi > 0.0 { lo.max(0.0) } else { lo },
+                end_s: if lo < end { hi.min(end) } else { hi },
+                bytes: (u128::from(bytes) * u128::from(num) / u128::from(den)) as u64,
+            }
+        })
+        .collect();
+    Payload {
+        chunks,
+        source,
+        first,
+        last,
+    }
+}
+
+/// The notes a trace carries about how its figures were read.
+fn notes(
+    a: &Accumulator,
+    signals: &[Signal],
+    source: PayloadSource,
+    overhead: u64,
+    losses_unlogged: bool,
+) -> Vec<String> {
     let mut notes = Vec::new();
     if a.ignored_min_rtt > 0 {
         notes.push(format!(
@@ -250,78 +329,10 @@ pub(crate) fn finish(mut a: Accumulator, mut skipped: Vec<Skipped>) -> Trace {
              frames logged)"
         ));
     }
-    if !losses_logged && sender {
+    if losses_unlogged {
         notes.push("lost packets not logged by this stack (no packet_lost events)".into());
     }
-    if a.out_of_range > 0 {
-        skipped.push(Skipped {
-            count: a.out_of_range,
-            reason: "event time not finite or beyond 28 hours".into(),
-        });
-    }
-    Trace {
-        name: a.name,
-        format: a.format,
-        role,
-        vantage: a.vantage,
-        mss,
-        origin_s: origin,
-        end_s: end,
-        samples: a.samples,
-        delivered,
-        losses: a.losses.iter().map(|t| t - origin).collect(),
-        losses_logged,
-        retransmitted_bytes: retransmitted,
-        stream_bytes_sent: a.frames_logged.then_some(a.stream_sent.unique),
-        payload_source: source,
-        delivery_start_s: first.map(|t| (t - origin).max(0.0)),
-        delivery_end_s: last.map(|t| t - origin),
-        notes,
-        reductions,
-        exit,
-        max_cwnd_bytes: a.max_cwnd_bytes,
-        in_flight_at_end_bytes: a.cur.in_flight_bytes,
-        path_rate_bps: None,
-        path_rtt_ms: None,
-        skipped,
-        records: a.records,
-    }
-}
-
-/// Slow-start exit from one metrics update: ssthresh became finite (a reduction in the same
-/// update means a loss ended slow start, and the exit window is the one before it), or a
-/// preset ssthresh was reached (the kernel's `initial_ssthresh` clamp,
-/// `tcp_in_slow_start()` turning false).
-pub(crate) fn infer_exit(
-    prev: &Sample,
-    cur: &Sample,
-    reduced: Option<(u64, u64)>,
-    t: f64,
-) -> Option<Exit> {
-    let cwnd = cur.cwnd_bytes?;
-    let ssthresh = cur.ssthresh_bytes?;
-    let exit = |cwnd_bytes, reason| {
-        Some(Exit {
-            t_s: t,
-            cwnd_bytes,
-            cwnd_segments: None,
-            reason,
-            source: ExitSource::SsthreshFinite,
-        })
-    };
-    if prev.ssthresh_bytes.is_none() && prev.cwnd_bytes.is_some() {
-        match reduced {
-            Some((from, _)) => exit(from, Some(ExitReason::Loss)),
-            // Kernel HyStart (cubic, 2.6.29+ `hystart_update`) sets ssthresh to the cwnd of the
-            // moment it fires; the same ACK frame may still grow cwnd after it, so the window at
-            // the exit is ssthresh when it is the smaller.
-            None => exit(cwnd.min(ssthresh), None),
-        }
-    } else if cwnd >= ssthresh {
-        exit(cwnd, Some(ExitReason::SsthreshReached))
-    } else {
-        None
-    }
+    notes
 }
 
 #[cfg(test)]

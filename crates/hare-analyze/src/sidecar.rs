@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use hare_cc::CcEvent;
+use hare_report::CcEvent;
 use serde::Deserialize;
 
 use crate::error::{AnalyzeError, Result};

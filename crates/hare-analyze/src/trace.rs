@@ -1,6 +1,6 @@
 //! The reader-independent view of one connection or run that the metrics work on.
 
-use hare_cc::ExitReason;
+use hare_report::ExitReason;
 use serde::Serialize;
 
 /// Where a trace came from.

@@ -6,7 +6,7 @@ use clap::Parser;
 use hare_analyze::cli::{run, AnalyzeCommand};
 use hare_analyze::metrics::{compute, Params};
 use hare_analyze::{read_file, ExitSource};
-use hare_cc::ExitReason;
+use hare_report::ExitReason;
 
 #[derive(Parser)]
 struct Cli {

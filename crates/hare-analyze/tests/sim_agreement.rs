@@ -5,7 +5,7 @@ mod common;
 
 use hare_analyze::metrics::{compute, Params};
 use hare_analyze::{read_file, ExitSource, Format, TraceRole};
-use hare_cc::ExitReason;
+use hare_report::ExitReason;
 
 /// qlog times are f32 milliseconds (qlog 0.15): about 0.25 us of resolution at 3 s.
 const QLOG_TIME_RESOLUTION_S: f64 = 1e-6;

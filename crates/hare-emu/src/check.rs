@@ -11,7 +11,7 @@ use hare_link::{LossModel, PathConfig};
 use hare_report::{Event, EventKind, Summary};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::EngineReport;
+use crate::emulation_loop::EngineReport;
 
 /// Lateness p99 above this makes a run invalid.
 pub const MAX_P99_LATENESS_NS: u64 = 1_000_000;

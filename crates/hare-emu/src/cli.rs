@@ -9,13 +9,14 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use hare_link::{BitRate, ByteSize, PathConfig, TimeSpan};
+use hare_link::{BitRate, ByteSize, TimeSpan};
 
 use crate::check::EmulatorRun;
+use crate::cubic_sysfs::{CubicParams, CubicParamsGuard};
 use crate::namespace::{NamespaceConfig, NamespaceEmulator};
 use crate::netns::Side;
+use crate::path_args::PathArgs;
 use crate::relay::{RelayConfig, RelayEmulator};
-use crate::tcp_cubic::{CubicParams, CubicParamsGuard};
 use crate::validate::{ModeSel, ValidateConfig};
 
 /// The emulator's subcommands.
@@ -46,63 +47,6 @@ pub enum ModeArg {
     Relay,
     /// Namespaces + TUN (root).
     Namespace,
-}
-
-/// The path, from a file or from a few options.
-#[derive(Debug, Args)]
-pub struct PathArgs {
-    /// Path file (TOML: `[forward]` and `[reverse]` hare-link tables); overrides the options
-    /// below.
-    #[arg(long, value_name = "FILE")]
-    pub path: Option<PathBuf>,
-    /// Bottleneck rate, both directions (IP bytes), e.g. 100m, 1g.
-    #[arg(long, default_value = "100m")]
-    pub rate: BitRate,
-    /// Round-trip propagation delay, split over the two directions.
-    #[arg(long, default_value = "80ms")]
-    pub rtt: TimeSpan,
-    /// Drop-tail limit in bytes (default: one BDP).
-    #[arg(long)]
-    pub queue: Option<ByteSize>,
-    /// Drop-tail limit in packets (instead of, or with, --queue).
-    #[arg(long)]
-    pub queue_packets: Option<u64>,
-    /// Bernoulli loss probability on the forward link.
-    #[arg(long)]
-    pub loss: Option<f64>,
-    /// Seed of the loss models.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-}
-
-impl PathArgs {
-    /// The path these options describe.
-    pub fn to_path(&self) -> Result<PathConfig> {
-        if let Some(f) = &self.path {
-            let text =
-                std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
-            let p: PathConfig =
-                toml::from_str(&text).with_context(|| format!("parsing {}", f.display()))?;
-            p.validate().with_context(|| f.display().to_string())?;
-            return Ok(p);
-        }
-        let bdp = (u128::from(self.rate.0) * u128::from(self.rtt.0) / 8 / 1_000_000_000) as u64;
-        let queue = match (self.queue, self.queue_packets) {
-            (None, None) => Some(ByteSize(bdp.max(1))),
-            (q, _) => q,
-        };
-        let mut p = PathConfig::symmetric(self.rate, self.rtt, queue);
-        p.forward.queue_packets = self.queue_packets;
-        p.forward.seed = self.seed;
-        p.reverse.seed = self.seed.wrapping_add(1);
-        if let Some(l) = self.loss {
-            p.forward
-                .loss
-                .push(hare_link::LossModel::Bernoulli { p: l });
-        }
-        p.validate()?;
-        Ok(p)
-    }
 }
 
 /// Parses `name=value` into tcp_cubic parameters.
@@ -235,13 +179,13 @@ fn write_json<T: serde::Serialize>(path: &PathBuf, v: &T) -> Result<()> {
 }
 
 fn wait(duration: Option<TimeSpan>, alive: impl Fn() -> bool) {
-    let end = duration.map(|d| crate::clock::monotonic_ns() + d.0);
+    let end = duration.map(|d| crate::wall_clock::monotonic_ns() + d.0);
     // Bounded by the deadline or the interrupt flag; checks every 50 ms.
     loop {
         if crate::signals::interrupted() || !alive() {
             return;
         }
-        let now = crate::clock::monotonic_ns();
+        let now = crate::wall_clock::monotonic_ns();
         match end {
             Some(e) if now >= e => return,
             Some(e) => {

@@ -21,7 +21,7 @@ use hare_link::PathConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::check::{EmulatorRun, Mode, UnintendedDrop};
-use crate::engine::{Dir, EngineConfig, Ports};
+use crate::emulation_loop::{Dir, EngineConfig, Ports};
 use crate::error::{EmuError, Result};
 use crate::netns::{self, InstanceLock, NetnsHandle, Side};
 use crate::runner::EngineThread;

@@ -15,9 +15,10 @@ use std::os::fd::{AsRawFd, RawFd};
 use hare_link::PathConfig;
 
 use crate::check::{EmulatorRun, Mode, UnintendedDrop};
-use crate::engine::{Dir, EngineConfig, Ports};
+use crate::emulation_loop::{Dir, EngineConfig, Ports};
 use crate::error::{EmuError, Result};
 use crate::runner::EngineThread;
+use crate::sockopt::{enable_timestamps, size_buffers};
 use crate::sysstat::{parse_udp_snmp, parse_udp_socket_drops, UdpSnmp};
 
 /// A relay to start.
@@ -142,20 +143,6 @@ impl Ports for RelayPorts {
     }
 }
 
-/// Sets a socket's buffers to `bytes` (forcing past `rmem_max`/`wmem_max` when root).
-pub(crate) fn size_buffers<S: AsRawFd + std::os::fd::AsFd>(sock: &S, bytes: usize) {
-    let s = socket2::SockRef::from(sock);
-    let _ = s.set_recv_buffer_size(bytes);
-    let _ = s.set_send_buffer_size(bytes);
-    if crate::netns::is_root() {
-        let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-        for opt in [libc::SO_RCVBUFFORCE, libc::SO_SNDBUFFORCE] {
-            // Best effort, like the plain options above: the run's self-check reports drops.
-            let _ = crate::sockopt::set_int(sock, libc::SOL_SOCKET, opt, v);
-        }
-    }
-}
-
 fn read_socket_drops() -> BTreeMap<u16, u64> {
     let mut all = BTreeMap::new();
     for f in ["/proc/net/udp", "/proc/net/udp6"] {
@@ -212,7 +199,7 @@ impl RelayEmulator {
             s.set_nonblocking(true)
                 .map_err(|e| EmuError::io("set relay socket non-blocking", e))?;
             size_buffers(s, cfg.socket_buffer);
-            crate::traffic::enable_timestamps(s)?;
+            enable_timestamps(s)?;
         }
         let listen_addr = listen
             .local_addr()
@@ -225,8 +212,8 @@ impl RelayEmulator {
             upstream,
             client: None,
             overhead: if cfg.target.is_ipv4() { 28 } else { 48 },
-            realtime_offset: crate::traffic::realtime_ns()
-                .saturating_sub(crate::clock::monotonic_ns()),
+            realtime_offset: crate::wall_clock::realtime_ns()
+                .saturating_sub(crate::wall_clock::monotonic_ns()),
         };
         let mut ecfg = EngineConfig::new(cfg.path.clone());
         ecfg.pin_cpu = cfg.pin_cpu;

@@ -4,9 +4,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crate::clock::RunClock;
-use crate::engine::{run_engine, EngineConfig, EngineReport, Ports};
+use crate::emulation_loop::{run_engine, EngineConfig, EngineReport, Ports};
 use crate::error::{EmuError, Result};
+use crate::wall_clock::RunClock;
 
 /// The emulator thread of a running emulator, with its stop flag.
 #[derive(Debug)]

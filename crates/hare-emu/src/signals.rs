@@ -48,10 +48,10 @@ pub fn sleep_until_or_interrupted(deadline_ns: u64) -> bool {
         if interrupted() {
             return false;
         }
-        let now = crate::clock::monotonic_ns();
+        let now = crate::wall_clock::monotonic_ns();
         if now >= deadline_ns {
             return true;
         }
-        crate::clock::sleep_until(deadline_ns.min(now + 50_000_000));
+        crate::wall_clock::sleep_until(deadline_ns.min(now + 50_000_000));
     }
 }

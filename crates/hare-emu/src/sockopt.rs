@@ -1,30 +1,30 @@
-//! The two raw socket calls the emulator and its test traffic share: an `int` socket option,
-//! and the kernel receive timestamp (`SO_TIMESTAMPNS`) of a datagram read with `recvmsg`.
+//! Socket set-up the relay, the test traffic and the validation share: buffer sizes, kernel
+//! receive timestamps (`SO_TIMESTAMPNS`) and reading them back from a `recvmsg`. The raw
+//! `setsockopt` itself is the workspace's one helper, `hare_sockopt`.
 
-use std::os::fd::AsRawFd;
+use std::net::UdpSocket;
+use std::os::fd::{AsFd, AsRawFd};
 
-/// `setsockopt(fd, level, opt, &value, sizeof(int))`; the OS error when the kernel refuses.
-pub(crate) fn set_int(
-    sock: &impl AsRawFd,
-    level: libc::c_int,
-    opt: libc::c_int,
-    value: libc::c_int,
-) -> std::io::Result<()> {
-    // SAFETY: a valid fd, a pointer to an int option value and its exact size.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            level,
-            opt,
-            &value as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
+use crate::error::{EmuError, Result};
+
+/// Sets a socket's buffers to `bytes` (forcing past `rmem_max`/`wmem_max` when root).
+pub(crate) fn size_buffers<S: AsRawFd + AsFd>(sock: &S, bytes: usize) {
+    let s = socket2::SockRef::from(sock);
+    let _ = s.set_recv_buffer_size(bytes);
+    let _ = s.set_send_buffer_size(bytes);
+    if crate::netns::is_root() {
+        let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+        for opt in [libc::SO_RCVBUFFORCE, libc::SO_SNDBUFFORCE] {
+            // Best effort, like the plain options above: the run's self-check reports drops.
+            let _ = hare_sockopt::set_int(sock, libc::SOL_SOCKET, opt, v);
+        }
     }
+}
+
+/// Asks the kernel to stamp every received datagram (`SO_TIMESTAMPNS`, `CLOCK_REALTIME`).
+pub(crate) fn enable_timestamps(sock: &UdpSocket) -> Result<()> {
+    hare_sockopt::set_int(sock, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
+        .map_err(|e| EmuError::io("setsockopt(SO_TIMESTAMPNS)", e))
 }
 
 /// The `SO_TIMESTAMPNS` control message of a `recvmsg` the kernel just filled, as

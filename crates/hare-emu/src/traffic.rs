@@ -10,8 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::clock::{monotonic_ns, set_timer_slack, sleep_until};
 use crate::error::{EmuError, Result};
+use crate::sockopt::{enable_timestamps, size_buffers};
+use crate::wall_clock::{monotonic_ns, realtime_ns, set_timer_slack, sleep_until};
 
 /// Bytes of header in every test datagram.
 pub const HEADER: usize = 16;
@@ -24,7 +25,7 @@ pub const HEADER: usize = 16;
 fn instrument_thread() {
     let _ = set_timer_slack(1);
     if crate::netns::is_root() {
-        let _ = crate::clock::set_realtime(crate::clock::DEFAULT_RT_PRIORITY - 1);
+        let _ = crate::wall_clock::set_realtime(crate::wall_clock::DEFAULT_RT_PRIORITY - 1);
     }
 }
 
@@ -34,7 +35,7 @@ fn instrument_thread() {
 fn bulk_thread() {
     let _ = set_timer_slack(1);
     if crate::netns::is_root() {
-        let _ = crate::clock::SchedPolicy::Nice(-20).apply();
+        let _ = crate::wall_clock::SchedPolicy::Nice(-20).apply();
     }
 }
 
@@ -55,7 +56,7 @@ const GSO_SEGMENTS: u64 = 8;
 /// Turns on UDP GSO (`UDP_SEGMENT`) with `payload`-byte segments; false when unsupported.
 fn enable_gso(sock: &UdpSocket, payload: usize) -> bool {
     let size = libc::c_int::try_from(payload).unwrap_or(libc::c_int::MAX);
-    crate::sockopt::set_int(sock, libc::SOL_UDP, libc::UDP_SEGMENT, size).is_ok()
+    hare_sockopt::set_int(sock, libc::SOL_UDP, libc::UDP_SEGMENT, size).is_ok()
 }
 
 /// What a paced blast sent.
@@ -188,21 +189,6 @@ fn blast_here(
     Ok(out)
 }
 
-pub(crate) fn realtime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid pointer to a timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-pub(crate) fn enable_timestamps(sock: &UdpSocket) -> Result<()> {
-    crate::sockopt::set_int(sock, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
-        .map_err(|e| EmuError::io("setsockopt(SO_TIMESTAMPNS)", e))
-}
-
 /// One datagram and its kernel receive time (`CLOCK_REALTIME` ns), via `recvmsg`.
 pub(crate) fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> Option<(usize, Option<u64>)> {
     let mut iov = libc::iovec {
@@ -251,7 +237,7 @@ impl Sink {
         sock.set_read_timeout(Some(Duration::from_millis(20)))
             .map_err(|e| EmuError::io("sink read timeout", e))?;
         enable_timestamps(&sock)?;
-        crate::relay::size_buffers(&sock, 32 << 20);
+        size_buffers(&sock, 32 << 20);
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let handle = std::thread::Builder::new()

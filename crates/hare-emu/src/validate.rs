@@ -19,12 +19,12 @@ use hare_link::{BitRate, ByteSize, Link, LinkConfig, LossModel, PathConfig, Time
 use serde::{Deserialize, Serialize};
 
 use crate::check::{EmulatorRun, Mode};
-use crate::clock::{monotonic_ns, sleep_until};
 use crate::error::{EmuError, Result};
 use crate::namespace::{NamespaceConfig, NamespaceEmulator};
 use crate::netns::Side;
 use crate::relay::{RelayConfig, RelayEmulator};
 use crate::traffic::{self, Arrival, Echo, Sink};
+use crate::wall_clock::{monotonic_ns, sleep_until};
 
 /// What to validate.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -191,7 +191,7 @@ fn setup(
             let tx = UdpSocket::bind("127.0.0.1:0").map_err(|e| EmuError::io("bind sender", e))?;
             tx.connect(relay.listen_addr())
                 .map_err(|e| EmuError::io("connect sender", e))?;
-            crate::relay::size_buffers(&tx, 8 << 20);
+            crate::sockopt::size_buffers(&tx, 8 << 20);
             Ok((Harness::Relay(Box::new(relay)), tx, rx))
         }
         Mode::Namespace => {
@@ -209,7 +209,7 @@ fn setup(
                     .map_err(|e| EmuError::io("bind sender in namespace", e))?;
                 s.connect((raddr, NS_PORT))
                     .map_err(|e| EmuError::io("connect sender in namespace", e))?;
-                crate::relay::size_buffers(&s, 8 << 20);
+                crate::sockopt::size_buffers(&s, 8 << 20);
                 Ok(s)
             })?;
             Ok((Harness::Ns(Box::new(emu)), tx, rx))
@@ -325,68 +325,77 @@ pub type StageResults = (Vec<CheckRow>, Vec<(String, EmulatorRun)>);
 
 /// Runs every stage in one mode.
 pub fn validate_mode(mode: Mode, cfg: &ValidateConfig) -> Result<StageResults> {
-    let mut rows = Vec::new();
-    let mut runs = Vec::new();
-    let r = cfg.rate.0;
+    let mut out = (Vec::new(), Vec::new());
+    idle_rtt_stage(mode, cfg, &mut out)?;
+    loss_free_stages(mode, cfg, &mut out)?;
+    overload_stage(mode, cfg, &mut out)?;
+    seeded_loss_stages(mode, cfg, &mut out)?;
+    Ok(out)
+}
 
+/// Stage 1: the idle RTT against the path's, less the probes' own floor.
+fn idle_rtt_stage(mode: Mode, cfg: &ValidateConfig, out: &mut StageResults) -> Result<()> {
     // 1. Idle RTT. The probes' own floor (two thread wakeups and the kernel's UDP path, no
     // emulator) is measured first on plain loopback and taken off: on this project's VMs a
     // direct loopback echo between two threads takes 0.10-0.15 ms (docs/EMULATOR.md), most of
     // the 0.2 ms budget before the emulator has done anything.
-    {
-        if crate::signals::interrupted() {
-            return Err(EmuError::Interrupted);
-        }
-        let probe = 64usize;
-        let floor = {
-            let srv = UdpSocket::bind("127.0.0.1:0").map_err(|e| EmuError::io("bind echo", e))?;
-            let to = srv
-                .local_addr()
-                .map_err(|e| EmuError::io("echo address", e))?;
-            let cli = UdpSocket::bind("127.0.0.1:0").map_err(|e| EmuError::io("bind probe", e))?;
-            cli.connect(to)
-                .map_err(|e| EmuError::io("connect probe", e))?;
-            let echo = Echo::start(srv)?;
-            let mut f = traffic::echo_rtts(&cli, None, 40, probe, 5_000_000, 1_000_000_000)?;
-            drop(echo);
-            median(&mut f).unwrap_or(0)
-        };
-        let (emu, tx, rx) = setup(mode, cfg, cfg.path())?;
-        let echo = Echo::start(rx)?;
-        let rtts = traffic::echo_rtts(&tx, None, 40, probe, 10_000_000, cfg.rtt.0 + 1_000_000_000);
-        drop(echo);
-        let run = emu.stop()?;
-        let mut rtts = rtts?;
-        let expected = cfg.rtt.0 + 2 * cfg.ser_ns(probe as u64 + 28);
-        let (measured, pass) = match median(&mut rtts) {
-            Some(m) => {
-                let net = m.saturating_sub(floor);
-                (
-                    format!(
-                        "{:.3} ms = median {:.3} ms (min {:.3}, max {:.3}, {} of 40) - probe floor {:.3} ms",
-                        ms(net as f64),
-                        ms(m as f64),
-                        ms(rtts[0] as f64),
-                        ms(rtts[rtts.len() - 1] as f64),
-                        rtts.len(),
-                        ms(floor as f64)
-                    ),
-                    net.abs_diff(expected) <= 200_000 && rtts.len() >= 38,
-                )
-            }
-            None => ("no echo came back".into(), false),
-        };
-        rows.push(row(
-            mode,
-            "idle RTT (UDP echo)",
-            format!("{:.3} ms +- 0.2 ms", ms(expected as f64)),
-            measured,
-            pass,
-        ));
-        rows.push(self_check_row(mode, "idle RTT", &run));
-        runs.push(("idle RTT".into(), run));
+    if crate::signals::interrupted() {
+        return Err(EmuError::Interrupted);
     }
+    let probe = 64usize;
+    let floor = {
+        let srv = UdpSocket::bind("127.0.0.1:0").map_err(|e| EmuError::io("bind echo", e))?;
+        let to = srv
+            .local_addr()
+            .map_err(|e| EmuError::io("echo address", e))?;
+        let cli = UdpSocket::bind("127.0.0.1:0").map_err(|e| EmuError::io("bind probe", e))?;
+        cli.connect(to)
+            .map_err(|e| EmuError::io("connect probe", e))?;
+        let echo = Echo::start(srv)?;
+        let mut f = traffic::echo_rtts(&cli, None, 40, probe, 5_000_000, 1_000_000_000)?;
+        drop(echo);
+        median(&mut f).unwrap_or(0)
+    };
+    let (emu, tx, rx) = setup(mode, cfg, cfg.path())?;
+    let echo = Echo::start(rx)?;
+    let rtts = traffic::echo_rtts(&tx, None, 40, probe, 10_000_000, cfg.rtt.0 + 1_000_000_000);
+    drop(echo);
+    let run = emu.stop()?;
+    let mut rtts = rtts?;
+    let expected = cfg.rtt.0 + 2 * cfg.ser_ns(probe as u64 + 28);
+    let (measured, pass) = match median(&mut rtts) {
+        Some(m) => {
+            let net = m.saturating_sub(floor);
+            (
+                format!(
+                    "{:.3} ms = median {:.3} ms (min {:.3}, max {:.3}, {} of 40) - probe floor {:.3} ms",
+                    ms(net as f64),
+                    ms(m as f64),
+                    ms(rtts[0] as f64),
+                    ms(rtts[rtts.len() - 1] as f64),
+                    rtts.len(),
+                    ms(floor as f64)
+                ),
+                net.abs_diff(expected) <= 200_000 && rtts.len() >= 38,
+            )
+        }
+        None => ("no echo came back".into(), false),
+    };
+    out.0.push(row(
+        mode,
+        "idle RTT (UDP echo)",
+        format!("{:.3} ms +- 0.2 ms", ms(expected as f64)),
+        measured,
+        pass,
+    ));
+    out.0.push(self_check_row(mode, "idle RTT", &run));
+    out.1.push(("idle RTT".into(), run));
+    Ok(())
+}
 
+/// Stage 2: blasts below the rate lose nothing.
+fn loss_free_stages(mode: Mode, cfg: &ValidateConfig, out: &mut StageResults) -> Result<()> {
+    let r = cfg.rate.0;
     // 2. Loss-free blasts.
     for (name, num, den) in [("0.5 R", 1u64, 2u64), ("0.95 R", 19, 20)] {
         if crate::signals::interrupted() {
@@ -396,7 +405,7 @@ pub fn validate_mode(mode: Mode, cfg: &ValidateConfig) -> Result<StageResults> {
         let sent = b.sent.send_ns.len() as u64;
         let got = b.arrivals.len() as u64;
         let model = b.run.engine.forward.link.dropped.total();
-        rows.push(row(
+        out.0.push(row(
             mode,
             format!("blast {name}: no loss"),
             "0 lost",
@@ -407,25 +416,35 @@ pub fn validate_mode(mode: Mode, cfg: &ValidateConfig) -> Result<StageResults> {
             ),
             got == sent && model == 0 && b.sent.send_errors == 0 && sent > 0,
         ));
-        rows.push(self_check_row(mode, &format!("blast {name}"), &b.run));
-        runs.push((format!("blast {name}"), b.run));
+        out.0
+            .push(self_check_row(mode, &format!("blast {name}"), &b.run));
+        out.1.push((format!("blast {name}"), b.run));
     }
 
+    Ok(())
+}
+
+/// Stage 3: a blast at 1.2 R keeps the rate, drops the excess and queues as modelled.
+fn overload_stage(mode: Mode, cfg: &ValidateConfig, out: &mut StageResults) -> Result<()> {
+    let r = cfg.rate.0;
     // 3. Overload at 1.2 R: rate, steady-state drops, queueing delay.
-    {
-        if crate::signals::interrupted() {
-            return Err(EmuError::Interrupted);
-        }
-        let q = cfg.queue_bytes();
-        // The queue fills with the 0.2 R excess: q / (0.2 R) seconds; then 1 s of steady state.
-        let fill_ns = cfg.ser_ns(q) * 5;
-        let duration = cfg.blast_ns.max(fill_ns + 1_000_000_000);
-        let b = run_blast(mode, cfg, cfg.path(), r * 6 / 5, duration)?;
-        rows.extend(overload_rows(mode, cfg, &b, fill_ns));
-        rows.push(self_check_row(mode, "blast 1.2 R", &b.run));
-        runs.push(("blast 1.2 R".into(), b.run));
+    if crate::signals::interrupted() {
+        return Err(EmuError::Interrupted);
     }
+    let q = cfg.queue_bytes();
+    // The queue fills with the 0.2 R excess: q / (0.2 R) seconds; then 1 s of steady state.
+    let fill_ns = cfg.ser_ns(q) * 5;
+    let duration = cfg.blast_ns.max(fill_ns + 1_000_000_000);
+    let b = run_blast(mode, cfg, cfg.path(), r * 6 / 5, duration)?;
+    out.0.extend(overload_rows(mode, cfg, &b, fill_ns));
+    out.0.push(self_check_row(mode, "blast 1.2 R", &b.run));
+    out.1.push(("blast 1.2 R".into(), b.run));
+    Ok(())
+}
 
+/// Stage 4: seeded loss models lose what the model says.
+fn seeded_loss_stages(mode: Mode, cfg: &ValidateConfig, out: &mut StageResults) -> Result<()> {
+    let r = cfg.rate.0;
     // 4. Seeded loss.
     let models = [
         ("Bernoulli p=1%", LossModel::Bernoulli { p: 0.01 }),
@@ -453,11 +472,12 @@ pub fn validate_mode(mode: Mode, cfg: &ValidateConfig) -> Result<StageResults> {
             r / 2,
             cfg.blast_ns.min(1_000_000_000),
         )?;
-        rows.extend(loss_rows(mode, name, &path.forward, &model, &b));
-        rows.push(self_check_row(mode, name, &b.run));
-        runs.push((name.to_string(), b.run));
+        out.0
+            .extend(loss_rows(mode, name, &path.forward, &model, &b));
+        out.0.push(self_check_row(mode, name, &b.run));
+        out.1.push((name.to_string(), b.run));
     }
-    Ok((rows, runs))
+    Ok(())
 }
 
 fn overload_rows(mode: Mode, cfg: &ValidateConfig, b: &Blast, fill_ns: u64) -> Vec<CheckRow> {

@@ -186,7 +186,7 @@ fn tcp_cubic_parameter_is_set_for_the_run_and_restored() {
     if skip() {
         return;
     }
-    let file = Path::new(hare_emu::tcp_cubic::PARAM_DIR).join("hystart_ack_delta_us");
+    let file = Path::new(hare_emu::cubic_sysfs::PARAM_DIR).join("hystart_ack_delta_us");
     let before = std::fs::read_to_string(&file).unwrap().trim().to_string();
     let v: u32 = before.parse::<u32>().unwrap() + 1;
     let p = CubicParams {

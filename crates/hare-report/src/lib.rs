@@ -13,11 +13,13 @@
 //! Mbit/s = 10^6 bit/s.
 #![warn(missing_docs)]
 
+mod controller;
 pub mod iperf;
 pub mod jsonl;
 pub mod nuttcp;
 mod records;
 
+pub use controller::{CcEvent, ExitReason, Phase};
 pub use records::*;
 
 /// The schema identifier written into every header; bump the number on incompatible changes.

@@ -1,7 +1,8 @@
 //! The record types.
 
-use hare_cc::{CcEvent, ExitReason, Phase};
 use serde::{Deserialize, Serialize};
+
+use crate::controller::{CcEvent, ExitReason, Phase};
 
 /// What produced the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,7 +1,6 @@
-use hare_cc::{CcEvent, ExitReason};
 use hare_report::{
-    iperf, jsonl, nuttcp, Event, EventKind, Interval, Role, Run, RunHeader, Summary, Tool,
-    Transport, Windows, SCHEMA,
+    iperf, jsonl, nuttcp, CcEvent, Event, EventKind, ExitReason, Interval, Phase, Role, Run,
+    RunHeader, Summary, Tool, Transport, Windows, SCHEMA,
 };
 
 fn sample_run() -> Run {
@@ -130,4 +129,79 @@ fn iperf_shape_has_start_intervals_end() {
     assert_eq!(v["end"]["sum_received"]["bytes"], 916_609_456u64);
     assert_eq!(v["start"]["congestion_used"], "cubic@linux-6");
     assert_eq!(v["events"][0]["kind"]["event"]["reason"], "ack-train");
+}
+
+/// The controller records are the report's own types: their JSON is the schema, pinned here
+/// byte for byte so a change to the controller crate cannot change a report.
+#[test]
+fn controller_records_have_stable_json() {
+    let cases: Vec<(CcEvent, &str)> = vec![
+        (
+            CcEvent::SlowStartExit {
+                t_us: 1,
+                cwnd: 2,
+                ssthresh: 3,
+                reason: ExitReason::SsthreshReached,
+            },
+            r#"{"event":"slow-start-exit","t_us":1,"cwnd":2,"ssthresh":3,"reason":"ssthresh-reached"}"#,
+        ),
+        (
+            CcEvent::CssEntered { t_us: 4, cwnd: 5 },
+            r#"{"event":"css-entered","t_us":4,"cwnd":5}"#,
+        ),
+        (
+            CcEvent::CssAborted { t_us: 6, cwnd: 7 },
+            r#"{"event":"css-aborted","t_us":6,"cwnd":7}"#,
+        ),
+        (
+            CcEvent::WindowReduced {
+                t_us: 8,
+                from_cwnd: 9,
+                to_cwnd: 10,
+                ssthresh: 11,
+                ecn: true,
+            },
+            r#"{"event":"window-reduced","t_us":8,"from_cwnd":9,"to_cwnd":10,"ssthresh":11,"ecn":true}"#,
+        ),
+        (
+            CcEvent::RecoveryEnded { t_us: 12, cwnd: 13 },
+            r#"{"event":"recovery-ended","t_us":12,"cwnd":13}"#,
+        ),
+        (
+            CcEvent::RtoReset {
+                t_us: 14,
+                from_cwnd: 15,
+                ssthresh: 16,
+            },
+            r#"{"event":"rto-reset","t_us":14,"from_cwnd":15,"ssthresh":16}"#,
+        ),
+    ];
+    for (event, json) in cases {
+        assert_eq!(serde_json::to_string(&event).unwrap(), json);
+        assert_eq!(serde_json::from_str::<CcEvent>(json).unwrap(), event);
+    }
+    let reasons = [
+        (ExitReason::AckTrain, "ack-train"),
+        (ExitReason::Delay, "delay"),
+        (ExitReason::Loss, "loss"),
+        (ExitReason::SsthreshReached, "ssthresh-reached"),
+        (ExitReason::CssDone, "css-done"),
+        (ExitReason::Rto, "rto"),
+    ];
+    for (reason, name) in reasons {
+        assert_eq!(
+            serde_json::to_string(&reason).unwrap(),
+            format!("\"{name}\"")
+        );
+        assert_eq!(reason.as_str(), name);
+    }
+    let phases = [
+        (Phase::SlowStart, "\"slow-start\""),
+        (Phase::ConservativeSlowStart, "\"conservative-slow-start\""),
+        (Phase::CongestionAvoidance, "\"congestion-avoidance\""),
+        (Phase::Recovery, "\"recovery\""),
+    ];
+    for (phase, json) in phases {
+        assert_eq!(serde_json::to_string(&phase).unwrap(), json);
+    }
 }

@@ -18,7 +18,8 @@ pub mod defaults {
     /// IPv6 (40) + UDP (8) header bytes added to each datagram on the link.
     pub const IP_OVERHEAD_V6: u32 = 48;
     /// Datagrams per `poll_transmit` batch: quinn's GSO batch size (quinn 0.11 asks
-    /// `quinn-proto` for at most 10 segments per transmit; see PLATFORM-FACTS "Jumbo MTU").
+    /// `quinn-proto` for at most 10 segments per transmit; see docs/PLATFORM.md, "Jumbo MTU
+    /// and GSO").
     pub const GSO_SEGMENTS: usize = 10;
     /// nuttcp's default `-i1` reporting interval.
     pub const INTERVAL: Duration = Duration::from_secs(1);

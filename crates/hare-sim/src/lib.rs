@@ -41,6 +41,7 @@
 #![warn(missing_docs)]
 
 mod bench;
+mod cc_record;
 mod config;
 mod controller;
 mod crypto;

@@ -1,10 +1,9 @@
 //! Turning samples of the simulated connection into hare-report records.
 
-use hare_cc::{CcEvent, ExitReason, Phase};
 use hare_link::{LinkConfig, LossModel};
 use hare_report::{
-    Event, EventKind, Interval, PathInfo, Role, Run, RunHeader, SlowStartExit, Summary, Tool,
-    Transport, SCHEMA,
+    CcEvent, Event, EventKind, ExitReason, Interval, PathInfo, Phase, Role, Run, RunHeader,
+    SlowStartExit, Summary, Tool, Transport, SCHEMA,
 };
 
 use crate::config::SimConfig;

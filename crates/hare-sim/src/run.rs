@@ -2,10 +2,11 @@
 
 use std::time::{Duration, Instant};
 
-use hare_cc::{CcEvent, Phase};
+use hare_cc::CcEvent;
 use hare_link::Link;
-use hare_report::{Event, EventKind, Summary};
+use hare_report::{Event, EventKind, Phase, Run, Summary};
 
+use crate::cc_record::{cc_event_record, phase_record};
 use crate::config::{SimConfig, Workload};
 use crate::controller::{resolve, Resolved};
 use crate::engine::{Clock, Engine, Stop};
@@ -13,7 +14,7 @@ use crate::error::SimError;
 use crate::output::{Progress, SimOutput, TracePoint};
 use crate::report::{self, Sample, Track};
 use crate::setup;
-use crate::tap::finite_ssthresh;
+use crate::tap::{finite_ssthresh, RawTrace};
 use crate::wire::Wire;
 
 /// Runs one simulated transfer.
@@ -230,7 +231,9 @@ impl Runner<'_> {
         let cwnd_bytes = cc.window();
         let ssthresh_bytes = finite_ssthresh(cc.metrics().ssthresh);
         let phase = match &self.resolved.observer {
-            Some(obs) => obs.latest().and_then(|(_, snap)| snap.phase),
+            Some(obs) => obs
+                .latest()
+                .and_then(|(_, snap)| snap.phase.map(phase_record)),
             // quinn's built-ins: slow start while cwnd < ssthresh (infinite at first).
             None => Some(match ssthresh_bytes {
                 Some(s) if cwnd_bytes >= s => Phase::CongestionAvoidance,
@@ -272,122 +275,21 @@ impl Runner<'_> {
             End::Done => self.engine.done_at.unwrap_or(self.engine.now),
             _ => self.engine.now,
         };
-        self.engine.now = self.engine.now.max(end_ns);
-        let last = self.sample();
-        self.coarse.close(&last);
-        if let Some(f) = self.fine.as_mut() {
-            f.close(&last);
-        }
-        let stats = self.engine.client_conn().map(|c| c.stats());
-        let srtt_ms = self.engine.client_conn().map(|c| report::ms(c.rtt()));
-        // Dropping the connections makes hare-cc controllers publish what they still hold.
-        self.engine.teardown();
-        self.drain_cc_events();
-
+        let closing = self.close(end_ns);
         let origin_ns = self.engine.origin.unwrap_or(end_ns);
-        let secs = |ns: u64| report::since(ns, origin_ns);
-        let end_s = secs(end_ns);
-        let (built_ns, mss, max_cwnd, first_congestion, raw_trace) = {
-            let mut t = self.resolved.tap.lock();
-            (
-                t.built_at.map_or(0, |b| self.engine.clock.ns(b)),
-                t.mss.max(1),
-                t.max_cwnd,
-                t.first_congestion,
-                std::mem::take(&mut t.trace),
-            )
-        };
-
-        let mut events: Vec<Event> = self
-            .cc_events
-            .drain(..)
-            .map(|ev| Event {
-                t_s: report::cc_event_time(&ev, built_ns, origin_ns),
-                kind: EventKind::Cc { event: ev },
-            })
-            .collect();
-        if self.resolved.observer.is_none() {
-            if let Some(fc) = first_congestion {
-                events.push(report::inferred_exit(
-                    secs(self.engine.clock.ns(fc.at)),
-                    report::segments(fc.cwnd_before, mss),
-                    fc.persistent,
-                ));
-            }
-        }
-        events.extend(report::path_events(self.cfg, origin_ns, end_s));
+        let end_s = report::since(end_ns, origin_ns);
+        let mut tap = self.take_tap();
         let error = match &end {
             End::Done => None,
             End::Lost { side, reason } => Some(format!("{side} connection lost: {reason}")),
             End::Stalled { what } => Some(format!("stalled: {what}")),
         };
-        if let Some(message) = &error {
-            events.push(Event {
-                t_s: end_s,
-                kind: EventKind::Error {
-                    message: message.clone(),
-                },
-            });
-        }
-        events.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
-
-        let completed = matches!(end, End::Done);
-        let mut summary = Summary {
-            bytes: last.bytes,
-            seconds: end_s.max(0.0),
-            sent_packets: stats.as_ref().map(|s| s.path.sent_packets),
-            lost_packets: stats.as_ref().map_or(0, |s| s.path.lost_packets),
-            srtt_ms,
-            min_rtt_ms: stats.as_ref().map(|s| report::ms(s.path.min_rtt)),
-            cpu_sender_pct: None,
-            cpu_receiver_pct: None,
-            slow_start_exit: report::first_exit(&events),
-            max_cwnd_segments: Some(report::segments(max_cwnd.max(last.cwnd_bytes), mss)),
-            valid: true,
-            invalid_reasons: Vec::new(),
-            completed,
-        };
-        if let Some(message) = &error {
-            summary.valid = false;
-            summary.invalid_reasons.push(message.clone());
-        }
-
-        let profile = self.resolved.spec.profile_name().map(str::to_string);
-        let coarse_header = report::header(
-            self.cfg,
-            profile.clone(),
-            report::since(nanos(self.cfg.interval), 0),
-        );
-        let fine = match (self.fine.as_mut(), self.cfg.fine_interval) {
-            (Some(track), Some(iv)) => Some(report::run(
-                report::header(self.cfg, profile, report::since(nanos(iv), 0)),
-                std::mem::take(&mut track.intervals),
-                events.clone(),
-                summary.clone(),
-            )),
-            _ => None,
-        };
-        let run = report::run(
-            coarse_header,
-            std::mem::take(&mut self.coarse.intervals),
-            events,
-            summary,
-        );
-        let trace = raw_trace
-            .into_iter()
-            .map(|p| TracePoint {
-                t_s: secs(self.engine.clock.ns(p.at)),
-                cwnd_bytes: p.cwnd,
-                cwnd_segments: report::segments(p.cwnd, mss),
-                ssthresh_bytes: p.ssthresh,
-                in_flight_bytes: p.in_flight,
-                acked_packets: p.acked,
-                rtt_sample_us: p.rtt_us,
-                queue_bytes: p.queue_bytes,
-            })
-            .collect();
+        let events = self.events(&tap, origin_ns, end_s, error.as_deref());
+        let summary = summary(&closing, &tap, &events, end_s, error);
+        let (run, fine) = self.runs(events, summary);
+        let trace = self.trace_points(std::mem::take(&mut tap.raw_trace), tap.mss, origin_ns);
         let last_mbps = run.intervals.last().map_or(0.0, |i| i.mbps());
-        progress(self.progress(&last, last_mbps, true));
+        progress(self.progress(&closing.last, last_mbps, true));
         let output = SimOutput {
             run,
             fine,
@@ -413,5 +315,166 @@ impl Runner<'_> {
                 partial: Box::new(output),
             }),
         }
+    }
+
+    /// Takes the last sample at `end_ns`, closes the intervals, reads the sender's final
+    /// statistics, then tears the connections down and drains what the controllers still
+    /// held (dropping a connection makes a hare-cc controller publish it).
+    fn close(&mut self, end_ns: u64) -> Closing {
+        self.engine.now = self.engine.now.max(end_ns);
+        let last = self.sample();
+        self.coarse.close(&last);
+        if let Some(f) = self.fine.as_mut() {
+            f.close(&last);
+        }
+        let stats = self.engine.client_conn().map(|c| c.stats());
+        let srtt_ms = self.engine.client_conn().map(|c| report::ms(c.rtt()));
+        self.engine.teardown();
+        self.drain_cc_events();
+        Closing {
+            last,
+            stats,
+            srtt_ms,
+        }
+    }
+
+    /// What the controller tap gathered over the run, with times as engine nanoseconds.
+    fn take_tap(&self) -> TapTotals {
+        let mut t = self.resolved.tap.lock();
+        TapTotals {
+            built_ns: t.built_at.map_or(0, |b| self.engine.clock.ns(b)),
+            mss: t.mss.max(1),
+            max_cwnd: t.max_cwnd,
+            first_congestion: t
+                .first_congestion
+                .map(|fc| (self.engine.clock.ns(fc.at), fc.cwnd_before, fc.persistent)),
+            raw_trace: std::mem::take(&mut t.trace),
+        }
+    }
+
+    /// The run's events in time order: the controller's decisions, the inferred exit of a
+    /// controller without events, the path's changes, and the error that ended the run.
+    fn events(
+        &mut self,
+        tap: &TapTotals,
+        origin_ns: u64,
+        end_s: f64,
+        error: Option<&str>,
+    ) -> Vec<Event> {
+        let mut events: Vec<Event> = self
+            .cc_events
+            .drain(..)
+            .map(cc_event_record)
+            .map(|ev| Event {
+                t_s: report::cc_event_time(&ev, tap.built_ns, origin_ns),
+                kind: EventKind::Cc { event: ev },
+            })
+            .collect();
+        if self.resolved.observer.is_none() {
+            if let Some((at_ns, cwnd_before, persistent)) = tap.first_congestion {
+                events.push(report::inferred_exit(
+                    report::since(at_ns, origin_ns),
+                    report::segments(cwnd_before, tap.mss),
+                    persistent,
+                ));
+            }
+        }
+        events.extend(report::path_events(self.cfg, origin_ns, end_s));
+        if let Some(message) = error {
+            events.push(Event {
+                t_s: end_s,
+                kind: EventKind::Error {
+                    message: message.to_string(),
+                },
+            });
+        }
+        events.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+        events
+    }
+
+    /// The coarse run and, when asked for, the fine one: the same events and summary.
+    fn runs(&mut self, events: Vec<Event>, summary: Summary) -> (Run, Option<Run>) {
+        let profile = self.resolved.spec.profile_name().map(str::to_string);
+        let coarse_header = report::header(
+            self.cfg,
+            profile.clone(),
+            report::since(nanos(self.cfg.interval), 0),
+        );
+        let fine = match (self.fine.as_mut(), self.cfg.fine_interval) {
+            (Some(track), Some(iv)) => Some(report::run(
+                report::header(self.cfg, profile, report::since(nanos(iv), 0)),
+                std::mem::take(&mut track.intervals),
+                events.clone(),
+                summary.clone(),
+            )),
+            _ => None,
+        };
+        let run = report::run(
+            coarse_header,
+            std::mem::take(&mut self.coarse.intervals),
+            events,
+            summary,
+        );
+        (run, fine)
+    }
+
+    /// The per-ACK trace in report time.
+    fn trace_points(&self, raw: Vec<RawTrace>, mss: u64, origin_ns: u64) -> Vec<TracePoint> {
+        raw.into_iter()
+            .map(|p| TracePoint {
+                t_s: report::since(self.engine.clock.ns(p.at), origin_ns),
+                cwnd_bytes: p.cwnd,
+                cwnd_segments: report::segments(p.cwnd, mss),
+                ssthresh_bytes: p.ssthresh,
+                in_flight_bytes: p.in_flight,
+                acked_packets: p.acked,
+                rtt_sample_us: p.rtt_us,
+                queue_bytes: p.queue_bytes,
+            })
+            .collect()
+    }
+}
+
+/// The connection's state when the run closed.
+struct Closing {
+    last: Sample,
+    stats: Option<quinn_proto::ConnectionStats>,
+    srtt_ms: Option<f64>,
+}
+
+/// What the controller tap gathered: build time and first congestion as engine ns.
+struct TapTotals {
+    built_ns: u64,
+    mss: u64,
+    max_cwnd: u64,
+    /// (engine ns, cwnd before in bytes, persistent congestion) of the first congestion event.
+    first_congestion: Option<(u64, u64, bool)>,
+    raw_trace: Vec<RawTrace>,
+}
+
+/// The run's summary; an error that ended the run marks it invalid.
+fn summary(
+    closing: &Closing,
+    tap: &TapTotals,
+    events: &[Event],
+    end_s: f64,
+    error: Option<String>,
+) -> Summary {
+    let stats = closing.stats.as_ref();
+    let last = &closing.last;
+    Summary {
+        bytes: last.bytes,
+        seconds: end_s.max(0.0),
+        sent_packets: stats.map(|s| s.path.sent_packets),
+        lost_packets: stats.map_or(0, |s| s.path.lost_packets),
+        srtt_ms: closing.srtt_ms,
+        min_rtt_ms: stats.map(|s| report::ms(s.path.min_rtt)),
+        cpu_sender_pct: None,
+        cpu_receiver_pct: None,
+        slow_start_exit: report::first_exit(events),
+        max_cwnd_segments: Some(report::segments(tap.max_cwnd.max(last.cwnd_bytes), tap.mss)),
+        valid: error.is_none(),
+        completed: error.is_none(),
+        invalid_reasons: error.into_iter().collect(),
     }
 }

@@ -4,7 +4,7 @@
 //! quinn-proto 0.11 exposes neither bytes in flight nor per-ACK-frame state to the
 //! application, but it hands both to the controller: `on_end_acks(now, in_flight, app_limited,
 //! largest_acked)` is called once per ACK frame after `on_ack` for each newly acknowledged
-//! packet (PLATFORM-FACTS, "quinn-proto 0.11.19 behaviour"). The wrapper forwards every call
+//! packet (docs/PLATFORM.md, "quinn-proto 0.11.19 behaviour"). The wrapper forwards every call
 //! unchanged to the real controller (so it changes no decision) and writes a few numbers into a
 //! shared [`TapState`] that the simulator reads between events. A `Mutex` is needed only
 //! because quinn requires controllers to be `Send + Sync`; the simulator is single-threaded,

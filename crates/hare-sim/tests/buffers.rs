@@ -45,7 +45,7 @@ fn small_buffer_slow_start_overshoots() {
         out.link_forward.dropped.queue_full
     );
     let exit = s.slow_start_exit.as_ref().expect("inferred exit");
-    assert_eq!(exit.reason, hare_cc::ExitReason::Loss);
+    assert_eq!(exit.reason, hare_report::ExitReason::Loss);
     // Slow start ended within the first second, above the 10-packet initial window.
     assert!(exit.t_s < 1.0 && exit.cwnd_segments > 10, "{exit:?}");
     assert!(s.completed);

@@ -3,8 +3,8 @@
 
 mod common;
 
-use hare_cc::{CcEvent, ExitReason};
 use hare_report::EventKind;
+use hare_report::{CcEvent, ExitReason};
 use hare_sim::simulate;
 
 fn cfg() -> hare_sim::SimConfig {

@@ -12,7 +12,7 @@ use hare_sim::{simulate, ReadMode, SimConfig, SimError};
 /// without overshooting the queue (so no loss before the episode), the link runs full, and
 /// every second packet dropped for 50 ms opens about 2,100 holes at once, before the first
 /// retransmission can fill any. (Without the window cap, slow start's own overshoot into
-/// the queue already exceeds the gap limit, as PLATFORM-FACTS notes for 1 Gbit/s x 80 ms.)
+/// the queue already exceeds the gap limit, as docs/PLATFORM.md notes for 1 Gbit/s x 80 ms.)
 fn holes(read_mode: ReadMode) -> SimConfig {
     let mut cfg = common::config(
         "gaps",

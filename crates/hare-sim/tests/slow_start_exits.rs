@@ -6,8 +6,9 @@
 
 mod common;
 
-use hare_cc::{CcEvent, ExitReason, Profile};
+use hare_cc::Profile;
 use hare_report::EventKind;
+use hare_report::{CcEvent, ExitReason};
 use hare_sim::simulate;
 
 /// The first slow-start exit of `spec` on the deep path.

@@ -2,7 +2,7 @@
 //! plain quinn sender/receiver with identical windows, MTU and quinn's default Cubic, and
 //! against hare's own `--tcp` mode, at each MTU asked for.
 //!
-//! Every side runs in its own process with a current-thread tokio runtime (PLATFORM-FACTS:
+//! Every side runs in its own process with a current-thread tokio runtime (docs/PLATFORM.md:
 //! faster than the multi-thread runtime on 2 cores), so that each side can have a core. The
 //! baseline is written here, not borrowed from hare: a bidirectional stream written for T
 //! seconds from one pattern buffer and read in order by `read_chunk`; the receiver answers

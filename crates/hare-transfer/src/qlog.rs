@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use hare_cc::CcEvent;
+use hare_report::CcEvent;
 use quinn::{QlogConfig, QlogStream};
 
 use crate::error::{Result, TransferError};
@@ -68,9 +68,9 @@ impl ConnectionQlog {
         })
     }
 
-    /// Append controller events to the sidecar.
-    pub fn cc_events(&mut self, events: &[CcEvent]) {
-        for e in events {
+    /// Append controller events (hare-cc's, or already the report's records) to the sidecar.
+    pub fn cc_events<E: SidecarEvent>(&mut self, events: &[E]) {
+        for e in events.iter().map(SidecarEvent::record) {
             let line = serde_json::json!({
                 "qlog": self.qlog_name,
                 "t_s": e.t_us() as f64 / 1e6,
@@ -80,5 +80,24 @@ impl ConnectionQlog {
             let _ = self.sidecar.write_all(b"\n");
         }
         let _ = self.sidecar.flush();
+    }
+}
+
+/// A controller decision the sidecar can record: the sidecar holds the report's own
+/// [`CcEvent`] records (the same JSON the reports hold), whichever form the caller has.
+pub trait SidecarEvent {
+    /// The report record of this decision.
+    fn record(&self) -> CcEvent;
+}
+
+impl SidecarEvent for CcEvent {
+    fn record(&self) -> CcEvent {
+        self.clone()
+    }
+}
+
+impl SidecarEvent for hare_cc::CcEvent {
+    fn record(&self) -> CcEvent {
+        crate::cc_record::cc_event_record(self.clone())
     }
 }

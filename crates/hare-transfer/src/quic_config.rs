@@ -9,7 +9,7 @@ use quinn::{EndpointConfig, MtuDiscoveryConfig, TransportConfig, VarInt};
 use crate::error::{Result, TransferError};
 
 /// Default `-w`: 32 MiB, about 2.5 x the BDP of 1 Gbit/s x 100 ms (12.5 MB), so that the
-/// default never limits such a path even while recovering from a loss (PLATFORM-FACTS: quinn's
+/// default never limits such a path even while recovering from a loss (docs/PLATFORM.md: quinn's
 /// own defaults cap one stream near 100 Mbit/s at 100 ms).
 pub const DEFAULT_WINDOW: u64 = 32 << 20;
 /// Connection credit and send buffer kept beyond the data streams' windows for the control
@@ -95,7 +95,7 @@ impl Link {
             .max_idle_timeout(IDLE_TIMEOUT.try_into().ok())
             .keep_alive_interval(Some(Duration::from_secs(5)));
         if let Some(m) = self.mtu {
-            // The three MTU knobs must move together (PLATFORM-FACTS).
+            // The three MTU knobs must move together (docs/PLATFORM.md).
             let mut d = MtuDiscoveryConfig::default();
             d.upper_bound(m);
             t.initial_mtu(m)

@@ -211,7 +211,7 @@ pub fn receiver_line(iv: &Interval) -> String {
 pub fn event_line(ev: &Event) -> Option<String> {
     match &ev.kind {
         EventKind::Cc { event } => match event {
-            hare_cc::CcEvent::SlowStartExit {
+            hare_report::CcEvent::SlowStartExit {
                 cwnd,
                 ssthresh,
                 reason,
@@ -220,7 +220,7 @@ pub fn event_line(ev: &Event) -> Option<String> {
                 "  {:8.3} s  slow start exit: {reason}, cwnd {cwnd} seg, ssthresh {ssthresh} seg",
                 ev.t_s
             )),
-            hare_cc::CcEvent::RtoReset {
+            hare_report::CcEvent::RtoReset {
                 from_cwnd,
                 ssthresh,
                 ..
@@ -252,11 +252,11 @@ mod tests {
         let ev = Event {
             t_s: 1.5,
             kind: EventKind::Cc {
-                event: hare_cc::CcEvent::SlowStartExit {
+                event: hare_report::CcEvent::SlowStartExit {
                     t_us: 1_500_000,
                     cwnd: 1958,
                     ssthresh: 1958,
-                    reason: hare_cc::ExitReason::AckTrain,
+                    reason: hare_report::ExitReason::AckTrain,
                 },
             },
         };

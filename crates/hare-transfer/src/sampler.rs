@@ -3,8 +3,10 @@
 
 use std::time::Instant;
 
-use hare_cc::{CcEvent, ExitReason, Observer, Phase};
-use hare_report::{Event, EventKind, Interval};
+use hare_cc::Observer;
+use hare_report::{CcEvent, Event, EventKind, ExitReason, Interval, Phase};
+
+use crate::cc_record::{cc_event_record, phase_record};
 
 /// The congestion state at one sampling instant and the counts since the previous one.
 #[derive(Debug, Clone, Default)]
@@ -123,7 +125,7 @@ impl QuicSampler {
             None
         };
         let (cwnd_segments, ssthresh_segments, phase) = match &snap {
-            Some(s) if s.mss > 0 => (s.cwnd, s.ssthresh, s.phase),
+            Some(s) if s.mss > 0 => (s.cwnd, s.ssthresh, s.phase.map(phase_record)),
             _ => (
                 (st.path.cwnd / mtu).min(u64::from(u32::MAX)) as u32,
                 ssthresh_bytes.map(|b| (b / mtu).min(u64::from(u32::MAX)) as u32),
@@ -156,7 +158,7 @@ impl QuicSampler {
             self.observer
                 .drain_all()
                 .into_iter()
-                .map(|(_, e)| e)
+                .map(|(_, e)| cc_event_record(e))
                 .collect()
         } else {
             Vec::new()

@@ -1,7 +1,7 @@
 //! UDP sockets for quinn: large kernel buffers, and a wrapper that caps GSO batches so that one
 //! batch of jumbo datagrams still fits the 65,507-byte UDP limit.
 //!
-//! Why (PLATFORM-FACTS, "Jumbo MTU on loopback"): quinn builds GSO batches of up to 10
+//! Why (docs/PLATFORM.md, "Jumbo MTU and GSO"): quinn builds GSO batches of up to 10
 //! segments; 10 x 8952 bytes exceeds what one `sendmsg` may carry, the kernel answers
 //! EMSGSIZE, quinn-udp counts the batch as sent, the datagrams vanish and black-hole detection
 //! drops the MTU to 1200. Reporting `max_transmit_segments = 65507 / mtu` keeps every batch
@@ -98,19 +98,10 @@ pub fn enlarge_buffers(sock: &Socket) {
 }
 
 fn force_buffer(sock: &Socket, opt: libc::c_int) {
-    use std::os::fd::AsRawFd;
     let v = SOCKET_BUFFER as libc::c_int;
-    // SAFETY: a valid fd owned by `sock`, a c_int option value of the right size. Failure (no
-    // CAP_NET_ADMIN) is fine: the plain option above already asked for what is allowed.
-    unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            opt,
-            &v as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
+    // Failure (no CAP_NET_ADMIN) is fine: the plain option above already asked for what is
+    // allowed.
+    let _ = hare_sockopt::set_int(sock, libc::SOL_SOCKET, opt, v);
 }
 
 /// A quinn endpoint on `socket`, its GSO batches capped for `max_udp_payload` bytes.

@@ -1,7 +1,7 @@
 //! Kernel TCP for reference runs (`--tcp`): sockets whose congestion control is set *before*
 //! `connect()`, and `TCP_INFO` sampling.
 //!
-//! Why before connect (PLATFORM-FACTS, "Kernel TCP reference runs"): this machine's default
+//! Why before connect (docs/PLATFORM.md, "Kernel TCP reference runs"): this machine's default
 //! controller is BBR, and BBR turns the socket's internal pacing on at connection setup;
 //! switching to CUBIC afterwards leaves pacing on, and paced kernel CUBIC uses a doubled
 //! HyStart ACK-train threshold (tcp_cubic.c since Linux 5.6). So the controller is set on the
@@ -155,24 +155,10 @@ fn configure(sock: &Socket, opts: &TcpOptions) -> Result<()> {
         let _ = sock.set_recv_buffer_size(b);
     }
     if let Some(rate) = opts.pacing_rate {
-        let v: u64 = rate;
-        // SAFETY: valid fd; SO_MAX_PACING_RATE takes a u64 since Linux 4.13 (u32 before; the
-        // kernel reads the size given).
-        let rc = unsafe {
-            libc::setsockopt(
-                sock.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_MAX_PACING_RATE,
-                &v as *const u64 as *const libc::c_void,
-                std::mem::size_of::<u64>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            return Err(TransferError::io(
-                "setting SO_MAX_PACING_RATE",
-                std::io::Error::last_os_error(),
-            ));
-        }
+        // SO_MAX_PACING_RATE takes a u64 since Linux 4.13 (u32 before; the kernel reads the
+        // size given).
+        hare_sockopt::set_u64(sock, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, rate)
+            .map_err(|e| TransferError::io("setting SO_MAX_PACING_RATE", e))?;
     }
     if let Some(m) = opts.mss {
         sock.set_mss(m)

@@ -131,136 +131,17 @@ impl Scenario {
         src: &str,
         threads: &ThreadData,
     ) -> Result<Scenario, ScenarioError> {
-        if let Some(kind) = file.kind.as_deref().filter(|k| *k != SIM_KIND) {
-            return Err(invalid(
-                src,
-                "kind",
-                format!("{kind:?}"),
-                "\"sim\" (or no `kind`): other kinds belong to other tools",
-            ));
-        }
-        if !name_ok(&file.name) {
-            return Err(invalid(
-                src,
-                "name",
-                format!("{:?}", file.name),
-                "1-100 characters of A-Z a-z 0-9 . _ -",
-            ));
-        }
-        if file.controllers.is_empty() {
-            return Err(invalid(
-                src,
-                "controllers",
-                "[]",
-                "at least one controller, e.g. \"cubic@linux-6\"",
-            ));
-        }
-        let mut controllers = Vec::with_capacity(file.controllers.len());
-        for (i, text) in file.controllers.iter().enumerate() {
-            let spec: CcSpec = text.parse().map_err(|e: hare_cc::SpecError| {
-                invalid(
-                    src,
-                    format!("controllers[{i}]"),
-                    format!("{text:?}"),
-                    e.to_string(),
-                )
-            })?;
-            controllers.push(spec);
-        }
-        if file.mtu < 1200 {
-            return Err(invalid(
-                src,
-                "mtu",
-                file.mtu,
-                "a UDP payload of at least 1200 bytes (RFC 9000 section 14)",
-            ));
-        }
-        if file.ip_version != 4 && file.ip_version != 6 {
-            return Err(invalid(src, "ip_version", file.ip_version, "4 or 6"));
-        }
-        if file.repetitions == 0 || file.repetitions > 1000 {
-            return Err(invalid(src, "repetitions", file.repetitions, "1 to 1000"));
-        }
+        check_kind_and_name(&file, src)?;
+        let controllers = parse_controllers(&file, src)?;
+        check_packet_settings(&file, src)?;
         let path = resolve_path(&file.path, src)?;
         let windows =
             ResolvedWindows::resolve(&file.windows).map_err(|(field, value, expected)| {
                 invalid(src, format!("windows.{field}"), value, expected)
             })?;
-        let w = &file.workload;
-        match (w.bytes, w.duration) {
-            (Some(_), Some(_)) | (None, None) => {
-                return Err(invalid(
-                    src,
-                    "workload",
-                    format!(
-                        "bytes = {:?}, duration = {:?}",
-                        w.bytes.map(|b| b.0),
-                        w.duration.map(|d| d.0)
-                    ),
-                    "exactly one of `bytes` (nuttcp -n) or `duration` (nuttcp -T)",
-                ))
-            }
-            (Some(b), None) if b.0 == 0 => {
-                return Err(invalid(src, "workload.bytes", b.0, "at least 1 byte"))
-            }
-            (None, Some(d)) if d.0 == 0 || d.0 > 3_600_000_000_000 => {
-                return Err(invalid(
-                    src,
-                    "workload.duration",
-                    format!("\"{d}\""),
-                    "more than 0 s and at most 3600 s",
-                ))
-            }
-            _ => {}
-        }
-        if let Some(t) = file.ack.ack_eliciting_threshold {
-            if t > 1000 {
-                return Err(invalid(
-                    src,
-                    "ack.ack_eliciting_threshold",
-                    t,
-                    "0 to 1000 packets",
-                ));
-            }
-        }
-        if let Some(t) = file.ack.time_threshold {
-            if !(1.0..=10.0).contains(&t) {
-                return Err(invalid(
-                    src,
-                    "ack.time_threshold",
-                    t,
-                    "a multiple of the RTT from 1 to 10",
-                ));
-            }
-        }
-        if file.ack.packet_threshold == Some(0) {
-            return Err(invalid(src, "ack.packet_threshold", 0, "at least 1 packet"));
-        }
-        if let Some(r) = &file.replay {
-            let runs = controllers.len() * file.repetitions as usize;
-            if r.runs.len() != runs {
-                return Err(invalid(
-                    src,
-                    "replay.runs",
-                    format!("{} ids", r.runs.len()),
-                    format!(
-                        "one thread run id per run: {} controllers x {} repetitions = {runs}",
-                        controllers.len(),
-                        file.repetitions
-                    ),
-                ));
-            }
-            for (i, id) in r.runs.iter().enumerate() {
-                if threads.get(id).is_none() {
-                    return Err(invalid(
-                        src,
-                        format!("replay.runs[{i}]"),
-                        format!("{id:?}"),
-                        "a run id of data/thread-runs.json or data/nussbaum-2011-runs.json",
-                    ));
-                }
-            }
-        }
+        check_workload(&file, src)?;
+        check_ack(&file, src)?;
+        check_replay(&file, controllers.len(), src, threads)?;
         Ok(Scenario {
             source: src.to_string(),
             file,
@@ -327,6 +208,165 @@ impl Scenario {
         let pkt = (u64::from(self.file.mtu) + self.ip_udp_header_bytes()) as f64;
         self.path.forward.rate.0 as f64 / 8.0 * (self.path.rtt().0 as f64 / 1e9) / pkt
     }
+}
+
+/// `kind` is the simulator's (or absent) and `name` is usable in file names.
+fn check_kind_and_name(file: &ScenarioFile, src: &str) -> Result<(), ScenarioError> {
+    if let Some(kind) = file.kind.as_deref().filter(|k| *k != SIM_KIND) {
+        return Err(invalid(
+            src,
+            "kind",
+            format!("{kind:?}"),
+            "\"sim\" (or no `kind`): other kinds belong to other tools",
+        ));
+    }
+    if !name_ok(&file.name) {
+        return Err(invalid(
+            src,
+            "name",
+            format!("{:?}", file.name),
+            "1-100 characters of A-Z a-z 0-9 . _ -",
+        ));
+    }
+    Ok(())
+}
+
+/// At least one controller, each in hare-cc's grammar.
+fn parse_controllers(file: &ScenarioFile, src: &str) -> Result<Vec<CcSpec>, ScenarioError> {
+    if file.controllers.is_empty() {
+        return Err(invalid(
+            src,
+            "controllers",
+            "[]",
+            "at least one controller, e.g. \"cubic@linux-6\"",
+        ));
+    }
+    let mut controllers = Vec::with_capacity(file.controllers.len());
+    for (i, text) in file.controllers.iter().enumerate() {
+        let spec: CcSpec = text.parse().map_err(|e: hare_cc::SpecError| {
+            invalid(
+                src,
+                format!("controllers[{i}]"),
+                format!("{text:?}"),
+                e.to_string(),
+            )
+        })?;
+        controllers.push(spec);
+    }
+    Ok(controllers)
+}
+
+/// The datagram size, IP version and repetition count are in range.
+fn check_packet_settings(file: &ScenarioFile, src: &str) -> Result<(), ScenarioError> {
+    if file.mtu < 1200 {
+        return Err(invalid(
+            src,
+            "mtu",
+            file.mtu,
+            "a UDP payload of at least 1200 bytes (RFC 9000 section 14)",
+        ));
+    }
+    if file.ip_version != 4 && file.ip_version != 6 {
+        return Err(invalid(src, "ip_version", file.ip_version, "4 or 6"));
+    }
+    if file.repetitions == 0 || file.repetitions > 1000 {
+        return Err(invalid(src, "repetitions", file.repetitions, "1 to 1000"));
+    }
+    Ok(())
+}
+
+/// Exactly one of a byte count or a duration, each in range.
+fn check_workload(file: &ScenarioFile, src: &str) -> Result<(), ScenarioError> {
+    let w = &file.workload;
+    match (w.bytes, w.duration) {
+        (Some(_), Some(_)) | (None, None) => {
+            return Err(invalid(
+                src,
+                "workload",
+                format!(
+                    "bytes = {:?}, duration = {:?}",
+                    w.bytes.map(|b| b.0),
+                    w.duration.map(|d| d.0)
+                ),
+                "exactly one of `bytes` (nuttcp -n) or `duration` (nuttcp -T)",
+            ))
+        }
+        (Some(b), None) if b.0 == 0 => {
+            return Err(invalid(src, "workload.bytes", b.0, "at least 1 byte"))
+        }
+        (None, Some(d)) if d.0 == 0 || d.0 > 3_600_000_000_000 => {
+            return Err(invalid(
+                src,
+                "workload.duration",
+                format!("\"{d}\""),
+                "more than 0 s and at most 3600 s",
+            ))
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The ACK and loss-detection settings are in range.
+fn check_ack(file: &ScenarioFile, src: &str) -> Result<(), ScenarioError> {
+    if let Some(t) = file.ack.ack_eliciting_threshold {
+        if t > 1000 {
+            return Err(invalid(
+                src,
+                "ack.ack_eliciting_threshold",
+                t,
+                "0 to 1000 packets",
+            ));
+        }
+    }
+    if let Some(t) = file.ack.time_threshold {
+        if !(1.0..=10.0).contains(&t) {
+            return Err(invalid(
+                src,
+                "ack.time_threshold",
+                t,
+                "a multiple of the RTT from 1 to 10",
+            ));
+        }
+    }
+    if file.ack.packet_threshold == Some(0) {
+        return Err(invalid(src, "ack.packet_threshold", 0, "at least 1 packet"));
+    }
+    Ok(())
+}
+
+/// A replay names one existing thread run per run.
+fn check_replay(
+    file: &ScenarioFile,
+    controllers: usize,
+    src: &str,
+    threads: &ThreadData,
+) -> Result<(), ScenarioError> {
+    if let Some(r) = &file.replay {
+        let runs = controllers * file.repetitions as usize;
+        if r.runs.len() != runs {
+            return Err(invalid(
+                src,
+                "replay.runs",
+                format!("{} ids", r.runs.len()),
+                format!(
+                    "one thread run id per run: {} controllers x {} repetitions = {runs}",
+                    controllers, file.repetitions
+                ),
+            ));
+        }
+        for (i, id) in r.runs.iter().enumerate() {
+            if threads.get(id).is_none() {
+                return Err(invalid(
+                    src,
+                    format!("replay.runs[{i}]"),
+                    format!("{id:?}"),
+                    "a run id of data/thread-runs.json or data/nussbaum-2011-runs.json",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn resolve_path(p: &PathSpec, src: &str) -> Result<PathConfig, ScenarioError> {

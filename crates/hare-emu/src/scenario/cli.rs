@@ -116,7 +116,7 @@ pub fn run(a: KernelVsHareArgs) -> Result<()> {
 pub struct TransferArgs {
     /// The path.
     #[command(flatten)]
-    pub path: crate::cli::PathArgs,
+    pub path: crate::path_args::PathArgs,
     /// Kernel TCP (hare-send --tcp) instead of QUIC.
     #[arg(long)]
     pub tcp: bool,
@@ -216,7 +216,7 @@ pub fn transfer(a: TransferArgs) -> Result<()> {
             a.cc.clone()
         },
         pacing_rate: None,
-        kernel_params: crate::tcp_cubic::CubicParams::default(),
+        kernel_params: crate::cubic_sysfs::CubicParams::default(),
         seconds: a.seconds,
         bytes: a.bytes,
         files: a.files.clone(),

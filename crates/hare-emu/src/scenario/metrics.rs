@@ -8,7 +8,7 @@
 //! - goodput at t: payload bytes delivered by t over t (cumulative), from the intervals;
 //! - recovery after a blackout: from its end to the end of the first interval back at 90%.
 
-use hare_cc::{CcEvent, ExitReason};
+use hare_report::{CcEvent, ExitReason};
 use hare_report::{EventKind, Run};
 use serde::{Deserialize, Serialize};
 

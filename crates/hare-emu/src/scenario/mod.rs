@@ -37,9 +37,10 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
-use crate::tcp_cubic::CubicParams;
+use crate::cubic_sysfs::CubicParams;
 
-/// The file.
+/// A kernel-vs-hare scenario file (`Kvh` = kernel vs hare: kernel TCP CUBIC and hare's
+/// CUBIC over the same namespace path).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KvhScenario {

@@ -10,8 +10,7 @@ use std::sync::OnceLock;
 use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 
-use super::runner::RunResult;
-use super::{Impl, KvhScenario};
+use super::{Impl, KvhScenario, RunPlan};
 
 const FONTS: &[&str] = &[
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
@@ -56,8 +55,18 @@ fn cwnd_trace(report: &Path) -> Vec<(f64, f64)> {
     }
 }
 
-/// Draws the per-path plots into `out`; returns the files written.
-pub fn cwnd_plots(s: &KvhScenario, results: &[RunResult], out: &Path) -> Result<Vec<PathBuf>> {
+/// One valid run a plot may draw: what it ran and where its report is.
+#[derive(Debug, Clone, Copy)]
+pub struct PlottedRun<'a> {
+    /// The run's plan (path, knob, pacing, implementation).
+    pub plan: &'a RunPlan,
+    /// Its hare-report JSON-lines file.
+    pub report: &'a Path,
+}
+
+/// Draws the per-path plots of `runs` (valid runs only) into `out`; returns the files
+/// written.
+pub fn cwnd_plots(s: &KvhScenario, runs: &[PlottedRun<'_>], out: &Path) -> Result<Vec<PathBuf>> {
     let text = have_font();
     let mut files = Vec::new();
     for p in s.path_points() {
@@ -65,15 +74,14 @@ pub fn cwnd_plots(s: &KvhScenario, results: &[RunResult], out: &Path) -> Result<
         for (ki, k) in s.knobs.iter().enumerate() {
             for paced in [false, true] {
                 for imp in [Impl::Kernel, Impl::Hare] {
-                    let pick = results.iter().find(|r| {
-                        r.valid
-                            && r.plan.path.name == p.name
+                    let pick = runs.iter().find(|r| {
+                        r.plan.path.name == p.name
                             && r.plan.knob == k.name
                             && r.plan.paced == paced
                             && r.plan.implementation == imp
                     });
                     if let Some(r) = pick {
-                        let t = cwnd_trace(&r.report);
+                        let t = cwnd_trace(r.report);
                         if !t.is_empty() {
                             let label = format!(
                                 "{} {} {}",

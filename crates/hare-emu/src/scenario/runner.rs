@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::metrics::{payload_mbps, run_metrics, RunMetrics};
+use super::plot::PlottedRun;
 use super::transfer::{run_transfer, TransferSpec};
 use super::{Impl, KvhScenario, RunPlan};
 use crate::namespace::NamespaceConfig;
@@ -341,7 +342,15 @@ pub fn write_outputs(s: &KvhScenario, results: &[RunResult], out: &Path) -> Resu
     let p = out.join("table.md");
     std::fs::write(&p, &t).with_context(|| format!("writing {}", p.display()))?;
     let mut files = vec![p];
-    files.extend(super::plot::cwnd_plots(s, results, out)?);
+    let plotted: Vec<PlottedRun<'_>> = results
+        .iter()
+        .filter(|r| r.valid)
+        .map(|r| PlottedRun {
+            plan: &r.plan,
+            report: &r.report,
+        })
+        .collect();
+    files.extend(super::plot::cwnd_plots(s, &plotted, out)?);
     Ok(files)
 }
 

@@ -5,17 +5,17 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 
 use anyhow::{bail, Context, Result};
 use hare_report::{jsonl, Run};
 
 use crate::check::{path_events, EmulatorRun};
-use crate::clock::monotonic_ns;
+use crate::cubic_sysfs::{CubicParams, CubicParamsGuard};
 use crate::namespace::{NamespaceConfig, NamespaceEmulator};
 use crate::netns::Side;
-use crate::tcp_cubic::{CubicParams, CubicParamsGuard};
+use crate::wall_clock::monotonic_ns;
 
 use super::transfer_report::{path_info, read_receiver_run, TcpReductions};
 
@@ -159,31 +159,9 @@ pub fn run_transfer(ns: &NamespaceConfig, spec: &TransferSpec) -> Result<Transfe
     let peer = format!("{}:{RECV_PORT}", ns.receiver_addr);
     let payload = (ns.mtu - 28).to_string();
 
-    // Receiver.
-    let mut rcmd = emu.command(
-        Side::Receiver,
-        &spec.bin_dir.join("hare-recv").to_string_lossy(),
+    let mut rcmd = receiver_command(
+        &emu, spec, &peer, &payload, &identity, &recv_json, &recv_dir,
     )?;
-    rcmd.arg("--listen")
-        .arg(&peer)
-        .arg("--identity")
-        .arg(&identity)
-        .arg("-1")
-        .arg("-q")
-        .arg("--json")
-        .arg(&recv_json)
-        .arg("--mtu")
-        .arg(&payload);
-    if spec.tcp {
-        rcmd.arg("--tcp").arg("--cc").arg(&spec.cc);
-    } else if let Some(w) = &spec.window {
-        rcmd.arg("-w").arg(w);
-    }
-    if !spec.files.is_empty() {
-        std::fs::create_dir_all(&recv_dir)
-            .with_context(|| format!("creating {}", recv_dir.display()))?;
-        rcmd.arg("--dir").arg(&recv_dir);
-    }
     let rlog = std::fs::File::create(spec.work_dir.join(format!("{}.recv.log", spec.name)))
         .context("receiver log")?;
     rcmd.stdout(Stdio::piped()).stderr(rlog);
@@ -210,43 +188,7 @@ pub fn run_transfer(ns: &NamespaceConfig, spec: &TransferSpec) -> Result<Transfe
         );
     }
 
-    // Sender.
-    let mut scmd = emu.command(
-        Side::Sender,
-        &spec.bin_dir.join("hare-send").to_string_lossy(),
-    )?;
-    if !spec.echo {
-        scmd.arg("-q");
-    }
-    scmd.arg("-i")
-        .arg(spec.interval.to_string())
-        .arg("--mtu")
-        .arg(&payload)
-        .arg("--jsonl")
-        .arg(&report_path)
-        .arg("--cc")
-        .arg(&spec.cc);
-    if spec.tcp {
-        scmd.arg("--tcp");
-        if let Some(p) = spec.pacing_rate {
-            scmd.arg("--pacing-rate").arg(p.to_string());
-        }
-    } else {
-        scmd.arg("--cert").arg(identity.join("cert.pem"));
-        if let Some(w) = &spec.window {
-            scmd.arg("-w").arg(w);
-        }
-    }
-    if let Some(s) = spec.seconds {
-        scmd.arg("-T").arg(s.to_string());
-    }
-    if let Some(n) = spec.bytes {
-        scmd.arg("-n").arg(n.to_string());
-    }
-    for f in &spec.files {
-        scmd.arg(f);
-    }
-    scmd.arg(&peer);
+    let mut scmd = sender_command(&emu, spec, &peer, &payload, &identity, &report_path)?;
     let slog = std::fs::File::create(spec.work_dir.join(format!("{}.send.log", spec.name)))
         .context("sender log")?;
     scmd.stdout(if spec.echo {
@@ -283,7 +225,120 @@ pub fn run_transfer(ns: &NamespaceConfig, spec: &TransferSpec) -> Result<Transfe
         g.restore().context("restoring tcp_cubic parameters")?;
     }
 
-    let run = match std::fs::File::open(&report_path) {
+    let run = finish_sender_report(&report_path, ns, &emulator, sender_ok, offset_s)?;
+    let emu_path = spec.work_dir.join(format!("{}.emu.json", spec.name));
+    std::fs::write(&emu_path, serde_json::to_string_pretty(&emulator)?)
+        .with_context(|| format!("writing {}", emu_path.display()))?;
+    let receiver_run = write_receiver_report(spec, ns, &recv_json)?;
+    Ok(TransferOutcome {
+        run,
+        emulator,
+        sender_ok,
+        sender_elapsed_s,
+        receiver_ok,
+        report_path,
+        recv_dir,
+        receiver_run,
+        tcp_reductions,
+    })
+}
+
+/// The hare-recv command in the receiver's namespace: one transfer, its JSON summary to
+/// `recv_json`, files (if any) into `recv_dir`.
+fn receiver_command(
+    emu: &NamespaceEmulator,
+    spec: &TransferSpec,
+    peer: &str,
+    payload: &str,
+    identity: &Path,
+    recv_json: &Path,
+    recv_dir: &Path,
+) -> Result<Command> {
+    let mut rcmd = emu.command(
+        Side::Receiver,
+        &spec.bin_dir.join("hare-recv").to_string_lossy(),
+    )?;
+    rcmd.arg("--listen")
+        .arg(peer)
+        .arg("--identity")
+        .arg(identity)
+        .arg("-1")
+        .arg("-q")
+        .arg("--json")
+        .arg(recv_json)
+        .arg("--mtu")
+        .arg(payload);
+    if spec.tcp {
+        rcmd.arg("--tcp").arg("--cc").arg(&spec.cc);
+    } else if let Some(w) = &spec.window {
+        rcmd.arg("-w").arg(w);
+    }
+    if !spec.files.is_empty() {
+        std::fs::create_dir_all(recv_dir)
+            .with_context(|| format!("creating {}", recv_dir.display()))?;
+        rcmd.arg("--dir").arg(recv_dir);
+    }
+    Ok(rcmd)
+}
+
+/// The hare-send command in the sender's namespace, writing its report to `report_path`.
+fn sender_command(
+    emu: &NamespaceEmulator,
+    spec: &TransferSpec,
+    peer: &str,
+    payload: &str,
+    identity: &Path,
+    report_path: &Path,
+) -> Result<Command> {
+    let mut scmd = emu.command(
+        Side::Sender,
+        &spec.bin_dir.join("hare-send").to_string_lossy(),
+    )?;
+    if !spec.echo {
+        scmd.arg("-q");
+    }
+    scmd.arg("-i")
+        .arg(spec.interval.to_string())
+        .arg("--mtu")
+        .arg(payload)
+        .arg("--jsonl")
+        .arg(report_path)
+        .arg("--cc")
+        .arg(&spec.cc);
+    if spec.tcp {
+        scmd.arg("--tcp");
+        if let Some(p) = spec.pacing_rate {
+            scmd.arg("--pacing-rate").arg(p.to_string());
+        }
+    } else {
+        scmd.arg("--cert").arg(identity.join("cert.pem"));
+        if let Some(w) = &spec.window {
+            scmd.arg("-w").arg(w);
+        }
+    }
+    if let Some(s) = spec.seconds {
+        scmd.arg("-T").arg(s.to_string());
+    }
+    if let Some(n) = spec.bytes {
+        scmd.arg("-n").arg(n.to_string());
+    }
+    for f in &spec.files {
+        scmd.arg(f);
+    }
+    scmd.arg(peer);
+    Ok(scmd)
+}
+
+/// Reads the sender's report back and rewrites it with the path, the emulator's verdict
+/// and the path's events; `None` when the sender wrote none.
+fn finish_sender_report(
+    report_path: &Path,
+    ns: &NamespaceConfig,
+    emulator: &EmulatorRun,
+    sender_ok: Option<bool>,
+    offset_s: f64,
+) -> Result<Option<Run>> {
+    Ok(match std::fs::File::open(report_path) {
         Ok(f) => {
             let mut run =
                 jsonl::read_run(BufReader::new(f), &report_path.display().to_string())?.run;
@@ -300,17 +355,23 @@ pub fn run_transfer(ns: &NamespaceConfig, spec: &TransferSpec) -> Result<Transfe
             run.events.extend(path_events(&emulator.path, offset_s));
             run.events.extend(emulator.events(end_s));
             run.events.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
-            let f = std::fs::File::create(&report_path)
+            let f = std::fs::File::create(report_path)
                 .with_context(|| format!("rewriting {}", report_path.display()))?;
             jsonl::write_run(std::io::BufWriter::new(f), &run)?;
             Some(run)
         }
         Err(_) => None,
-    };
-    let emu_path = spec.work_dir.join(format!("{}.emu.json", spec.name));
-    std::fs::write(&emu_path, serde_json::to_string_pretty(&emulator)?)
-        .with_context(|| format!("writing {}", emu_path.display()))?;
-    let receiver_run = read_receiver_run(&recv_json)?.map(|mut r| {
+    })
+}
+
+/// The receiver's summary with the path, also written as hare-report records beside the
+/// sender's report.
+fn write_receiver_report(
+    spec: &TransferSpec,
+    ns: &NamespaceConfig,
+    recv_json: &Path,
+) -> Result<Option<Run>> {
+    let receiver_run = read_receiver_run(recv_json)?.map(|mut r| {
         r.header.path = Some(path_info(&ns.path));
         r
     });
@@ -320,17 +381,7 @@ pub fn run_transfer(ns: &NamespaceConfig, spec: &TransferSpec) -> Result<Transfe
         let f = std::fs::File::create(&p).with_context(|| format!("writing {}", p.display()))?;
         jsonl::write_run(std::io::BufWriter::new(f), r)?;
     }
-    Ok(TransferOutcome {
-        run,
-        emulator,
-        sender_ok,
-        sender_elapsed_s,
-        receiver_ok,
-        report_path,
-        recv_dir,
-        receiver_run,
-        tcp_reductions,
-    })
+    Ok(receiver_run)
 }
 
 /// The TCP recovery counters of the sender's namespace (`None` when they cannot be read).

@@ -93,17 +93,18 @@ impl StallProbe {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = stop.clone();
         let handle = std::thread::spawn(move || {
-            let _ = hare_emu::clock::set_timer_slack(1);
-            let _ = hare_emu::clock::set_realtime(hare_emu::clock::DEFAULT_RT_PRIORITY + 1);
+            let _ = hare_emu::wall_clock::set_timer_slack(1);
+            let _ =
+                hare_emu::wall_clock::set_realtime(hare_emu::wall_clock::DEFAULT_RT_PRIORITY + 1);
             let mut st = Stalls {
                 wakeups: 0,
                 late_over_1ms: 0,
                 max_late_ns: 0,
             };
-            let mut due = hare_emu::clock::monotonic_ns() + 1_000_000;
+            let mut due = hare_emu::wall_clock::monotonic_ns() + 1_000_000;
             while !flag.load(Ordering::Relaxed) {
-                hare_emu::clock::sleep_until(due);
-                let late = hare_emu::clock::monotonic_ns().saturating_sub(due);
+                hare_emu::wall_clock::sleep_until(due);
+                let late = hare_emu::wall_clock::monotonic_ns().saturating_sub(due);
                 st.wakeups += 1;
                 st.max_late_ns = st.max_late_ns.max(late);
                 if late > 1_000_000 {

@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use hare_cc::{CcEvent, Observer};
+use hare_cc::Observer;
+use hare_report::CcEvent;
 use hare_report::{
     Event, EventKind, Role, Run, RunHeader, SlowStartExit, Summary, Tool, Transport, Windows,
 };

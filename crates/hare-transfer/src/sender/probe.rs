@@ -4,8 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use hare_cc::{CcEvent, ExitReason};
-use hare_report::{Event, EventKind};
+use hare_report::{CcEvent, Event, EventKind, ExitReason};
 use tokio::net::TcpStream;
 
 use super::opener::lock;

@@ -7,7 +7,7 @@
 //!    [`hare_link::Link`] at its arrival time and holding the delivered ones in a
 //!    [`DelayLine`]; releases due packets between batches so a long drain does not delay them;
 //! 3. sleeps in `ppoll` until the next due time or an input becomes readable, with a 1 ns
-//!    timer slack (PLATFORM-FACTS: 50 us slack overshoots by about 54 us).
+//!    timer slack (docs/PLATFORM.md: 50 us slack overshoots by about 54 us).
 //!
 //! Link time is `CLOCK_MONOTONIC` minus the run's origin, in nanoseconds; scheduled loss
 //! episodes and blackouts count from it.
@@ -19,10 +19,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use hare_link::{Link, LinkStats, PathConfig};
 use serde::{Deserialize, Serialize};
 
-use crate::clock::{self, RunClock};
 use crate::delay_line::DelayLine;
 use crate::error::{EmuError, Result};
 use crate::lateness::{LatenessHistogram, LatenessSummary};
+use crate::wall_clock::{self, RunClock};
 
 /// Direction of a packet through the emulator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,9 +66,9 @@ pub struct EngineConfig {
     /// the path (see [`default_hold_cap`]).
     pub max_held_bytes: Option<usize>,
     /// Scheduling of the emulator thread.
-    pub sched: clock::SchedPolicy,
+    pub sched: wall_clock::SchedPolicy,
     /// Hold a zero CPU wake-up latency request while running (see
-    /// [`clock::WakeLatencyGuard`]); default off.
+    /// [`wall_clock::WakeLatencyGuard`]); default off.
     pub zero_wake_latency: bool,
 }
 
@@ -80,7 +80,7 @@ impl EngineConfig {
             pin_cpu: None,
             timer_slack_ns: 1,
             max_held_bytes: None,
-            sched: clock::SchedPolicy::default_for_emulator(),
+            sched: wall_clock::SchedPolicy::default_for_emulator(),
             // Off by default: on this VM polling idle vCPUs left the traffic generator short of
             // CPU (docs/EMULATOR.md); `HARE_EMU_WAKE_QOS=on` turns it on.
             zero_wake_latency: crate::netns::is_root()
@@ -160,7 +160,7 @@ pub struct EngineReport {
     /// Timer slack in effect, ns.
     pub timer_slack_ns: u64,
     /// The scheduling policy asked for.
-    pub sched: Option<clock::SchedPolicy>,
+    pub sched: Option<wall_clock::SchedPolicy>,
     /// The thread ran in `SCHED_FIFO` (at the end of the run).
     pub realtime: bool,
     /// Times the thread stepped down from FIFO to stay inside the real-time budget.
@@ -277,7 +277,7 @@ impl Side {
 /// watches its CPU time over the trailing second (ten 100 ms buckets) and steps down to
 /// nice -20 above 900 ms, back to FIFO below 700 ms.
 struct RtBudget {
-    policy: clock::SchedPolicy,
+    policy: wall_clock::SchedPolicy,
     buckets: [u64; 10],
     at: usize,
     bucket_end: u64,
@@ -289,30 +289,30 @@ struct RtBudget {
 impl RtBudget {
     const BUCKET_NS: u64 = 100_000_000;
 
-    fn new(policy: clock::SchedPolicy, now: u64) -> Self {
+    fn new(policy: wall_clock::SchedPolicy, now: u64) -> Self {
         RtBudget {
             policy,
             buckets: [0; 10],
             at: 0,
             bucket_end: now + Self::BUCKET_NS,
-            cpu_mark: clock::thread_cpu_ns(),
+            cpu_mark: wall_clock::thread_cpu_ns(),
             demoted: false,
             demotions: 0,
         }
     }
 
     fn check(&mut self, now: u64) {
-        if !matches!(self.policy, clock::SchedPolicy::Fifo(_)) || now < self.bucket_end {
+        if !matches!(self.policy, wall_clock::SchedPolicy::Fifo(_)) || now < self.bucket_end {
             return;
         }
-        let cpu = clock::thread_cpu_ns();
+        let cpu = wall_clock::thread_cpu_ns();
         self.buckets[self.at] = cpu.saturating_sub(self.cpu_mark);
         self.cpu_mark = cpu;
         self.at = (self.at + 1) % self.buckets.len();
         self.bucket_end = now + Self::BUCKET_NS;
         let trailing: u64 = self.buckets.iter().sum();
         if !self.demoted && trailing > 900_000_000 {
-            if clock::SchedPolicy::Nice(-20).apply_from_fifo().is_ok() {
+            if wall_clock::SchedPolicy::Nice(-20).apply_from_fifo().is_ok() {
                 self.demoted = true;
                 self.demotions += 1;
             }
@@ -336,14 +336,14 @@ pub fn run_engine<P: Ports>(
     stop: &AtomicBool,
 ) -> Result<EngineReport> {
     cfg.path.validate()?;
-    clock::set_timer_slack(cfg.timer_slack_ns.max(1))?;
+    wall_clock::set_timer_slack(cfg.timer_slack_ns.max(1))?;
     if let Some(cpu) = cfg.pin_cpu {
-        clock::pin_to_cpu(cpu)?;
+        wall_clock::pin_to_cpu(cpu)?;
     }
     // Best effort: without the privilege the run still goes on and its lateness shows it.
     let _ = cfg.sched.apply();
     let wake_guard = if cfg.zero_wake_latency {
-        clock::WakeLatencyGuard::acquire()
+        wall_clock::WakeLatencyGuard::acquire()
     } else {
         None
     };
@@ -351,7 +351,7 @@ pub fn run_engine<P: Ports>(
     let mut rev = Side::new(Dir::Reverse, &cfg.path.reverse, cfg.max_held_bytes)?;
     let mut buf = vec![0u8; 65_536];
     let fds = ports.poll_fds();
-    let cpu0 = clock::thread_cpu_ns();
+    let cpu0 = wall_clock::thread_cpu_ns();
     let wall0 = clock.now();
     let mut wakeups = 0u64;
     let mut budget = RtBudget::new(cfg.sched, wall0);
@@ -390,7 +390,7 @@ pub fn run_engine<P: Ports>(
     }
 
     let wall_ns = clock.now().saturating_sub(wall0);
-    let cpu_ns = clock::thread_cpu_ns().saturating_sub(cpu0);
+    let cpu_ns = wall_clock::thread_cpu_ns().saturating_sub(cpu0);
     let (forward, hf) = fwd.finish();
     let (reverse, hr) = rev.finish();
     let mut all = hf;
@@ -403,9 +403,9 @@ pub fn run_engine<P: Ports>(
         cpu_ns,
         wakeups,
         pinned_cpu: cfg.pin_cpu,
-        timer_slack_ns: clock::timer_slack(),
+        timer_slack_ns: wall_clock::timer_slack(),
         sched: Some(cfg.sched),
-        realtime: clock::is_realtime(),
+        realtime: wall_clock::is_realtime(),
         rt_budget_demotions: budget.demotions,
         zero_wake_latency: wake_guard.is_some(),
     })

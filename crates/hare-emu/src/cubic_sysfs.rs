@@ -1,6 +1,6 @@
 //! Kernel tcp_cubic module parameters for one run, always restored.
 //!
-//! `/sys/module/tcp_cubic/parameters/*` are global to the machine (PLATFORM-FACTS), so a run
+//! `/sys/module/tcp_cubic/parameters/*` are global to the machine (docs/PLATFORM.md), so a run
 //! that changes them holds an exclusive `flock` on [`LOCK_PATH`] from the change to the
 //! restore, and a run that relies on the defaults holds it shared: runs that change them are
 //! serialised, and never overlap a run that assumes the defaults. The originals are written to
@@ -200,7 +200,7 @@ impl CubicParamsGuard {
         } else {
             libc::LOCK_SH
         };
-        let deadline = crate::clock::monotonic_ns() + (wait_s.max(0.0) * 1e9) as u64;
+        let deadline = crate::wall_clock::monotonic_ns() + (wait_s.max(0.0) * 1e9) as u64;
         loop {
             // SAFETY: flock on a valid fd.
             if unsafe { libc::flock(lock.as_raw_fd(), how | libc::LOCK_NB) } == 0 {
@@ -213,7 +213,7 @@ impl CubicParamsGuard {
             if crate::signals::interrupted() {
                 return Err(EmuError::Interrupted);
             }
-            if crate::clock::monotonic_ns() >= deadline {
+            if crate::wall_clock::monotonic_ns() >= deadline {
                 return Err(param_err(
                     "*",
                     format!(

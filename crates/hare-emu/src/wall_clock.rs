@@ -1,7 +1,7 @@
 //! Wall-time primitives of the emulator: the monotonic nanosecond clock, absolute sleeps,
 //! timer slack, CPU pinning and per-thread CPU time.
 //!
-//! Why these: PLATFORM-FACTS ("Timer precision in user space") measured sleeps overshooting
+//! Why these: docs/PLATFORM.md ("Timer precision in user space") measured sleeps overshooting
 //! by about 54 us (p50) with the default 50 us timer slack and about 5 us with
 //! `prctl(PR_SET_TIMERSLACK, 1)`; a millisecond clock (mahimahi's) would add up to 1 ms of
 //! error to every packet. So every time here is `CLOCK_MONOTONIC` in nanoseconds.
@@ -119,6 +119,17 @@ pub fn sleep_until(deadline_ns: u64) {
             return;
         }
     }
+}
+
+/// `CLOCK_REALTIME` now, in ns (the clock of the kernel's receive timestamps).
+pub(crate) fn realtime_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid pointer to a timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 #[cfg(test)]

@@ -1,0 +1,71 @@
+//! hare-cc decisions converted into the report's own record types (the report crate does not
+//! depend on the controller crate; the conversion lives with the writer).
+
+use hare_report::{CcEvent, ExitReason, Phase};
+
+/// The report's record of a hare-cc decision (same fields, the report's own types).
+pub(crate) fn cc_event_record(ev: hare_cc::CcEvent) -> CcEvent {
+    use hare_cc::CcEvent as Cc;
+    match ev {
+        Cc::SlowStartExit {
+            t_us,
+            cwnd,
+            ssthresh,
+            reason,
+        } => CcEvent::SlowStartExit {
+            t_us,
+            cwnd,
+            ssthresh,
+            reason: exit_reason_record(reason),
+        },
+        Cc::CssEntered { t_us, cwnd } => CcEvent::CssEntered { t_us, cwnd },
+        Cc::CssAborted { t_us, cwnd } => CcEvent::CssAborted { t_us, cwnd },
+        Cc::WindowReduced {
+            t_us,
+            from_cwnd,
+            to_cwnd,
+            ssthresh,
+            ecn,
+        } => CcEvent::WindowReduced {
+            t_us,
+            from_cwnd,
+            to_cwnd,
+            ssthresh,
+            ecn,
+        },
+        Cc::RecoveryEnded { t_us, cwnd } => CcEvent::RecoveryEnded { t_us, cwnd },
+        Cc::RtoReset {
+            t_us,
+            from_cwnd,
+            ssthresh,
+        } => CcEvent::RtoReset {
+            t_us,
+            from_cwnd,
+            ssthresh,
+        },
+    }
+}
+
+/// The report's record of a hare-cc slow-start exit reason.
+pub(crate) fn exit_reason_record(r: hare_cc::ExitReason) -> ExitReason {
+    use hare_cc::ExitReason as Cc;
+    match r {
+        Cc::AckTrain => ExitReason::AckTrain,
+        Cc::Delay => ExitReason::Delay,
+        Cc::Loss => ExitReason::Loss,
+        Cc::SsthreshReached => ExitReason::SsthreshReached,
+        Cc::CssDone => ExitReason::CssDone,
+        Cc::Rto => ExitReason::Rto,
+    }
+}
+
+/// The report's record of a hare-cc phase.
+pub(crate) fn phase_record(p: hare_cc::Phase) -> Phase {
+    use hare_cc::Phase as Cc;
+    match p {
+        Cc::SlowStart => Phase::SlowStart,
+        Cc::ConservativeSlowStart => Phase::ConservativeSlowStart,
+        Cc::CongestionAvoidance => Phase::CongestionAvoidance,
+        Cc::Recovery => Phase::Recovery,
+    }
+}
