@@ -1,18 +1,17 @@
 //! SVG and PNG plots of a replayed run: per-second throughput (hare vs the thread) and cwnd
 //! in segments on a log scale with the BDP line and slow-start exit / reduction markers.
 //!
-//! Text is drawn with plotters' pure-Rust `ab_glyph` path from a TrueType font found at run
-//! time (`$HARE_LAB_FONT`, else DejaVu Sans or Liberation Sans from the Debian packages
-//! `fonts-dejavu-core` / `fonts-liberation`); without a font the plots are drawn without text.
+//! The charts are drawn by hare-plot, the workspace's one plotting path (its font discovery
+//! decides whether they carry text).
 
-use anyhow::{anyhow, Context, Result};
-use plotters::coord::Shift;
-use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
-/// Font discovery and registration are shared with the analysis plots (one registration per
-/// process, one list of candidates).
-pub use hare_analyze::plot::{font, FONT_CANDIDATES};
+use anyhow::Result;
+use hare_plot::{write_chart_files, Chart, Series, Unit};
+
+/// Font discovery and registration are hare-plot's (one registration per process, one list
+/// of candidates for every plot of the workspace).
+pub use hare_plot::{font, FONT_CANDIDATES};
 
 /// What a throughput plot shows.
 #[derive(Debug, Clone, Default)]
@@ -46,199 +45,83 @@ pub struct CwndSeries {
     pub reductions: Vec<(f64, f64)>,
 }
 
-const SIZE: (u32, u32) = (1000, 560);
-const HARE: RGBColor = RGBColor(200, 40, 40);
-const THREAD: RGBColor = RGBColor(40, 80, 200);
+/// Palette indices of hare-plot's colours: hare red, the thread blue, ssthresh green.
+const HARE: usize = 0;
+const THREAD: usize = 1;
+const SSTHRESH: usize = 2;
 
-fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
-    anyhow!("plotting failed: {e:?}")
-}
-
-fn draw_throughput<DB: DrawingBackend>(
-    root: DrawingArea<DB, Shift>,
-    s: &ThroughputSeries,
-    text: bool,
-) -> Result<()> {
-    root.fill(&WHITE).map_err(err)?;
-    let x_max = s
-        .hare
-        .iter()
-        .chain(&s.thread)
-        .map(|p| p.0)
-        .fold(1.0, f64::max);
-    let y_max = s
-        .hare
-        .iter()
-        .chain(&s.thread)
-        .map(|p| p.1)
-        .chain([s.hare_capacity, s.thread_capacity.unwrap_or(0.0)])
-        .fold(1.0, f64::max)
-        * 1.08;
-    let mut b = ChartBuilder::on(&root);
-    b.margin(15);
-    if text {
-        b.caption(&s.title, ("sans-serif", 20))
-            .x_label_area_size(40)
-            .y_label_area_size(70);
-    }
-    let mut chart = b.build_cartesian_2d(0.0..x_max, 0.0..y_max).map_err(err)?;
-    if text {
-        chart
-            .configure_mesh()
-            .x_desc("time (s)")
-            .y_desc("Mbit/s (per 1 s interval)")
-            .draw()
-            .map_err(err)?;
-    }
-    let cap = |v: f64, c: RGBColor| {
-        LineSeries::new(vec![(0.0, v), (x_max, v)], c.mix(0.4).stroke_width(1))
-    };
-    chart.draw_series(cap(s.hare_capacity, HARE)).map_err(err)?;
-    if let Some(t) = s.thread_capacity {
-        chart.draw_series(cap(t, THREAD)).map_err(err)?;
-    }
+/// The throughput chart: hare's and the thread's per-second rates with their capacities.
+fn throughput_chart(s: &ThroughputSeries) -> Chart {
+    let mut series = Vec::new();
     if !s.thread.is_empty() {
-        let series = chart
-            .draw_series(LineSeries::new(
-                s.thread.iter().copied(),
-                THREAD.stroke_width(2),
-            ))
-            .map_err(err)?;
-        if text {
-            series.label("thread (nuttcp)").legend(|(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], THREAD.stroke_width(2))
-            });
-        }
-        chart
-            .draw_series(s.thread.iter().map(|&p| Circle::new(p, 3, THREAD.filled())))
-            .map_err(err)?;
+        series.push(Series {
+            label: "thread (nuttcp)".into(),
+            points: s.thread.clone(),
+            colour: Some(THREAD),
+            ..Series::default()
+        });
     }
-    let series = chart
-        .draw_series(LineSeries::new(
-            s.hare.iter().copied(),
-            HARE.stroke_width(2),
-        ))
-        .map_err(err)?;
-    if text {
-        series
-            .label("hare (simulated QUIC)")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], HARE.stroke_width(2)));
+    series.push(Series {
+        label: "hare (simulated QUIC)".into(),
+        points: s.hare.clone(),
+        colour: Some(HARE),
+        ..Series::default()
+    });
+    let mut hlines = vec![(
+        s.hare_capacity,
+        format!("hare capacity {:.0} Mbit/s", s.hare_capacity),
+    )];
+    if let Some(t) = s.thread_capacity {
+        hlines.push((t, format!("thread plateau {t:.0} Mbit/s")));
     }
-    chart
-        .draw_series(
-            s.hare
-                .iter()
-                .map(|&p| TriangleMarker::new(p, 4, HARE.filled())),
-        )
-        .map_err(err)?;
-    if text {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
+    Chart {
+        title: s.title.clone(),
+        x_desc: "time (s)".into(),
+        y_desc: "Mbit/s (per 1 s interval)".into(),
+        log_y: false,
+        y_unit: Unit::Mbps,
+        series,
+        hlines,
     }
-    root.present().map_err(err)?;
-    Ok(())
 }
 
-fn draw_cwnd<DB: DrawingBackend>(
-    root: DrawingArea<DB, Shift>,
-    s: &CwndSeries,
-    text: bool,
-) -> Result<()> {
-    root.fill(&WHITE).map_err(err)?;
-    let x_max = s.cwnd.iter().map(|p| p.0).fold(1.0, f64::max);
-    let y_max = s
-        .cwnd
-        .iter()
-        .map(|p| p.1)
-        .chain([s.bdp_packets])
-        .fold(10.0, f64::max)
-        * 2.0;
-    let mut b = ChartBuilder::on(&root);
-    b.margin(15);
-    if text {
-        b.caption(&s.title, ("sans-serif", 20))
-            .x_label_area_size(40)
-            .y_label_area_size(70);
-    }
-    let mut chart = b
-        .build_cartesian_2d(0.0..x_max, (1.0..y_max).log_scale())
-        .map_err(err)?;
-    if text {
-        chart
-            .configure_mesh()
-            .x_desc("time (s)")
-            .y_desc("cwnd (segments, log scale)")
-            .draw()
-            .map_err(err)?;
-    }
-    let bdp = chart
-        .draw_series(LineSeries::new(
-            vec![(0.0, s.bdp_packets), (x_max, s.bdp_packets)],
-            BLACK.mix(0.6).stroke_width(1),
-        ))
-        .map_err(err)?;
-    if text {
-        bdp.label(format!("BDP {:.0} packets", s.bdp_packets))
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.6)));
-    }
+/// The cwnd chart: hare's cwnd and ssthresh in segments on a log scale, the BDP line, the
+/// slow-start exits (noted) and the window reductions (marked).
+fn cwnd_chart(s: &CwndSeries) -> Chart {
+    let mut series = vec![Series {
+        label: "hare cwnd".into(),
+        points: s.cwnd.iter().map(|&(t, w)| (t, w.max(1.0))).collect(),
+        marks: s
+            .exits
+            .iter()
+            .map(|(t, w, reason)| (*t, w.max(1.0), format!("exit: {reason} @ {w:.0}")))
+            .chain(
+                s.reductions
+                    .iter()
+                    .map(|&(t, w)| (t, w.max(1.0), String::new())),
+            )
+            .collect(),
+        colour: Some(HARE),
+        ..Series::default()
+    }];
     if !s.ssthresh.is_empty() {
-        let ss = chart
-            .draw_series(s.ssthresh.iter().map(|&p| Pixel::new(p, GREEN.mix(0.7))))
-            .map_err(err)?;
-        if text {
-            ss.label("ssthresh")
-                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], GREEN));
-        }
+        series.push(Series {
+            label: "ssthresh".into(),
+            points: s.ssthresh.clone(),
+            colour: Some(SSTHRESH),
+            width: Some(1),
+            ..Series::default()
+        });
     }
-    let c = chart
-        .draw_series(LineSeries::new(
-            s.cwnd.iter().map(|&(t, w)| (t, w.max(1.0))),
-            HARE.stroke_width(2),
-        ))
-        .map_err(err)?;
-    if text {
-        c.label("hare cwnd")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], HARE.stroke_width(2)));
+    Chart {
+        title: s.title.clone(),
+        x_desc: "time (s)".into(),
+        y_desc: "cwnd (segments, log scale)".into(),
+        log_y: true,
+        y_unit: Unit::Mbps,
+        series,
+        hlines: vec![(s.bdp_packets, format!("BDP {:.0} packets", s.bdp_packets))],
     }
-    chart
-        .draw_series(
-            s.reductions
-                .iter()
-                .map(|&(t, w)| Cross::new((t, w.max(1.0)), 5, BLACK.stroke_width(1))),
-        )
-        .map_err(err)?;
-    chart
-        .draw_series(
-            s.exits
-                .iter()
-                .map(|(t, w, _)| Circle::new((*t, w.max(1.0)), 7, BLUE.stroke_width(2))),
-        )
-        .map_err(err)?;
-    if text {
-        for (t, w, reason) in &s.exits {
-            chart
-                .draw_series(std::iter::once(Text::new(
-                    format!("exit: {reason} @ {w:.0}"),
-                    (*t, w.max(1.0) * 1.3),
-                    ("sans-serif", 14).into_font().color(&BLUE),
-                )))
-                .map_err(err)?;
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
-    }
-    root.present().map_err(err)?;
-    Ok(())
 }
 
 /// `stem` + `suffix` (run ids contain dots, so `Path::with_extension` would cut them).
@@ -250,22 +133,12 @@ fn with_suffix(stem: &Path, suffix: &str) -> PathBuf {
 
 /// Write `<stem>.svg` and `<stem>.png` of a throughput plot; returns the files.
 pub fn throughput(stem: &Path, s: &ThroughputSeries) -> Result<Vec<PathBuf>> {
-    let text = font().is_some();
     let (svg, png) = (with_suffix(stem, ".svg"), with_suffix(stem, ".png"));
-    draw_throughput(SVGBackend::new(&svg, SIZE).into_drawing_area(), s, text)
-        .with_context(|| format!("drawing {}", svg.display()))?;
-    draw_throughput(BitMapBackend::new(&png, SIZE).into_drawing_area(), s, text)
-        .with_context(|| format!("drawing {}", png.display()))?;
-    Ok(vec![svg, png])
+    Ok(write_chart_files(&svg, &png, &throughput_chart(s))?)
 }
 
 /// Write `<stem>.svg` and `<stem>.png` of a cwnd plot; returns the files.
 pub fn cwnd(stem: &Path, s: &CwndSeries) -> Result<Vec<PathBuf>> {
-    let text = font().is_some();
     let (svg, png) = (with_suffix(stem, ".svg"), with_suffix(stem, ".png"));
-    draw_cwnd(SVGBackend::new(&svg, SIZE).into_drawing_area(), s, text)
-        .with_context(|| format!("drawing {}", svg.display()))?;
-    draw_cwnd(BitMapBackend::new(&png, SIZE).into_drawing_area(), s, text)
-        .with_context(|| format!("drawing {}", png.display()))?;
-    Ok(vec![svg, png])
+    Ok(write_chart_files(&svg, &png, &cwnd_chart(s))?)
 }

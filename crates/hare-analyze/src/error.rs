@@ -52,12 +52,5 @@ pub enum AnalyzeError {
 /// Result with [`AnalyzeError`].
 pub type Result<T> = std::result::Result<T, AnalyzeError>;
 
-/// A plot that could not be drawn or written.
-#[derive(Debug, Error)]
-#[error("{path}: plotting failed: {message}")]
-pub struct PlotError {
-    /// The output file.
-    pub path: PathBuf,
-    /// What plotters said.
-    pub message: String,
-}
+/// A plot that could not be drawn or written (hare-plot's error).
+pub use hare_plot::PlotError;
