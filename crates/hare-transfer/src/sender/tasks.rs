@@ -1,0 +1,130 @@
+//! The data tasks of a job: one writer per bulk stream, or one task per file (at most `-P`
+//! at a time).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::task::JoinSet;
+
+use crate::error::{Result, TransferError};
+use crate::protocol::{FilePlan, Job, ToReceiver};
+use crate::sendfiles::Source;
+
+use super::control::Verdict;
+use super::opener::Opener;
+use super::writers::{bulk_writer, file_task, BulkPlan, Pacer, CHUNK};
+use super::FileReport;
+
+/// What every data task shares.
+pub(super) struct DataShared {
+    /// Opens the data channels.
+    pub(super) opener: Opener,
+    /// Set to end the bulk writers (Ctrl-C).
+    pub(super) stop_flag: Arc<AtomicBool>,
+    /// Payload handed to the transport, all streams.
+    pub(super) written: Arc<AtomicU64>,
+    /// `-R` over all streams together.
+    pub(super) pacer: Option<Arc<Pacer>>,
+    /// The control writer (file digests).
+    pub(super) out_tx: mpsc::Sender<ToReceiver>,
+}
+
+/// A data task's result: a file's report, or `None` for a bulk stream.
+pub(super) type DataTasks = JoinSet<Result<Option<FileReport>>>;
+
+/// The `-R` pacer, shared by all streams; a rate of 0 is no limit.
+pub(super) fn pacer(rate: Option<u64>) -> Option<Arc<Pacer>> {
+    rate.filter(|&r| r > 0).map(|r| {
+        Arc::new(Pacer {
+            bits_per_s: r as f64,
+            start: Instant::now(),
+            sent: AtomicU64::new(0),
+        })
+    })
+}
+
+/// Start the bulk writers of a bulk job: `-n` split evenly (the first streams take the
+/// remainder), `-T` as a deadline from `t0`.
+pub(super) fn spawn_bulk(tasks: &mut DataTasks, job: &Job, shared: &DataShared, t0: Instant) {
+    let Job::Bulk {
+        bytes,
+        seconds,
+        streams,
+    } = job
+    else {
+        return;
+    };
+    let pattern = Bytes::from((0..CHUNK).map(|i| (i % 251) as u8).collect::<Vec<u8>>());
+    let deadline = seconds.map(|s| t0 + Duration::from_secs_f64(s));
+    let n = u64::from(*streams);
+    for i in 0..*streams {
+        let plan = BulkPlan {
+            index: u32::from(i),
+            quota: bytes.map(|b| b / n + u64::from(u64::from(i) < b % n)),
+            deadline,
+            written: shared.written.clone(),
+        };
+        let opener = shared.opener.clone();
+        let flag = shared.stop_flag.clone();
+        let (pacer, pattern) = (shared.pacer.clone(), pattern.clone());
+        tasks.spawn(async move {
+            bulk_writer(opener, plan, flag, pacer, pattern).await?;
+            Ok(None)
+        });
+    }
+}
+
+/// Start one task per file; `parallel` of them hold a permit to send at once.
+pub(super) fn spawn_files(
+    tasks: &mut DataTasks,
+    sources: &[Source],
+    plans: Vec<FilePlan>,
+    mut verdicts: HashMap<u32, oneshot::Receiver<Verdict>>,
+    parallel: u16,
+    shared: &DataShared,
+    multi: Option<&MultiProgress>,
+) {
+    let gate = Arc::new(Semaphore::new(usize::from(parallel)));
+    let plan_of: HashMap<u32, FilePlan> = plans.into_iter().map(|p| (p.index, p)).collect();
+    for (i, src) in sources.iter().enumerate() {
+        let i = i as u32;
+        let Some(result_rx) = verdicts.remove(&i) else {
+            continue;
+        };
+        let bar = multi.map(|m| file_bar(m, src));
+        let (opener, out_tx, gate, src, plan) = (
+            shared.opener.clone(),
+            shared.out_tx.clone(),
+            gate.clone(),
+            src.clone(),
+            plan_of.get(&i).cloned(),
+        );
+        let pacer = shared.pacer.clone();
+        tasks.spawn(async move {
+            let _permit = gate
+                .acquire_owned()
+                .await
+                .map_err(|_| TransferError::Interrupted)?;
+            Ok(Some(
+                file_task(opener, i, src, plan, out_tx, result_rx, pacer, bar).await,
+            ))
+        });
+    }
+}
+
+fn file_bar(m: &MultiProgress, src: &Source) -> ProgressBar {
+    let b = m.add(ProgressBar::new(src.entry.size));
+    b.set_style(
+        ProgressStyle::with_template(
+            "{msg:30!} {bar:30} {bytes:>10}/{total_bytes:10} {bytes_per_sec:>12} {eta:>4}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    b.set_message(src.entry.name.clone());
+    b
+}
