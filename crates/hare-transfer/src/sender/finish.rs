@@ -41,9 +41,13 @@ pub(super) fn summarise(
     {
         rec.log.interval(iv);
     }
-    if let Job::Bulk {
-        seconds: Some(s), ..
-    } = job
+    // Only a run that reached its time discarded anything on purpose; a failed one says why.
+    if let (
+        Job::Bulk {
+            seconds: Some(s), ..
+        },
+        None,
+    ) = (job, &st.failure)
     {
         let discarded = written.load(Ordering::Relaxed).saturating_sub(total);
         if discarded > 0 {

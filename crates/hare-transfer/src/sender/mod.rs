@@ -22,7 +22,7 @@ use crate::cpu::CpuClock;
 use crate::error::{Result, TransferError};
 use crate::intervals::SenderLines;
 use crate::protocol::{Job, ToReceiver};
-use crate::quic_config::Link;
+use crate::quic_config::{Link, Liveness};
 use crate::report::{OutputOptions, Printer, RunLog};
 use crate::stop::Stop;
 use crate::trust::Trust;
@@ -32,12 +32,14 @@ mod control;
 mod finish;
 mod handshake;
 mod header;
+mod liveness;
 mod opener;
 mod plan;
 mod probe;
 mod recorder;
 mod run_loop;
 mod tasks;
+mod tls_text;
 mod writers;
 
 use connect::{connect, Connected};
@@ -112,6 +114,8 @@ pub struct SendOptions {
     pub output: OutputOptions,
     /// `--tcp`.
     pub tcp: Option<TcpSendOptions>,
+    /// `--idle-timeout` and `--keep-alive` (QUIC).
+    pub liveness: Liveness,
 }
 
 /// How one file went.
@@ -288,6 +292,7 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         opener: &opener,
         bulk: matches!(job, Job::Bulk { .. }),
         stop_flag: &stop_flag,
+        liveness: opts.liveness,
     };
     let lines = match &opener {
         Opener::Quic(_) => SenderLines::remote(),

@@ -42,6 +42,7 @@ pub(super) fn plan(opts: &SendOptions) -> Result<Plan> {
         ..opts.link
     };
     link.validate()?;
+    opts.liveness.validate()?;
     if opts.interval < Duration::from_millis(100) {
         return Err(TransferError::Usage("-i must be at least 0.1 s".into()));
     }
@@ -90,7 +91,8 @@ fn bulk_job(bytes: Option<u64>, seconds: Option<f64>, streams: u16) -> Result<Jo
     if let Some(s) = seconds {
         if !(s.is_finite() && s > 0.0 && s <= MAX_SECONDS) {
             return Err(TransferError::Usage(format!(
-                "-T {s}: must be more than 0 and at most {MAX_SECONDS} seconds"
+                "-T {}: must be more than 0 and at most {MAX_SECONDS} seconds",
+                short_number(s)
             )));
         }
     }
@@ -99,6 +101,15 @@ fn bulk_job(bytes: Option<u64>, seconds: Option<f64>, streams: u16) -> Result<Jo
         seconds,
         streams,
     })
+}
+
+/// A number as a user would write it: `1e300`, not three hundred digits.
+pub(crate) fn short_number(v: f64) -> String {
+    if v.is_finite() && v.abs() >= 1e9 {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
 }
 
 /// The job in a few words, for the first line of the report.

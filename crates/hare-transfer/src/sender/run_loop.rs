@@ -10,9 +10,11 @@ use tokio::sync::mpsc;
 
 use crate::error::TransferError;
 use crate::intervals::SenderLines;
-use crate::stop::Stop;
+use crate::quic_config::Liveness;
+use crate::stop::{Stop, DEFAULT_STOP_REASON};
 
 use super::control::{Ctl, Done};
+use super::liveness::{describe_close, Silence};
 use super::opener::Opener;
 use super::recorder::Recorder;
 use super::tasks::DataTasks;
@@ -45,6 +47,8 @@ pub(super) struct Context<'a> {
     pub(super) bulk: bool,
     /// Tells the bulk writers to stop.
     pub(super) stop_flag: &'a Arc<AtomicBool>,
+    /// `--idle-timeout` and `--keep-alive`.
+    pub(super) liveness: Liveness,
 }
 
 /// How the loop ended.
@@ -61,6 +65,7 @@ pub(super) struct State {
     pub(super) done: Option<Done>,
     data_done: bool,
     ticks: u64,
+    silence: Silence,
 }
 
 enum Flow {
@@ -83,6 +88,7 @@ pub(super) async fn run(
         done: None,
         data_done: false,
         ticks: 0,
+        silence: Silence::new(cx.liveness, cx.t0),
     };
     let mut ticker = tokio::time::interval_at(
         tokio::time::Instant::from_std(cx.t0 + cx.interval),
@@ -117,7 +123,10 @@ pub(super) async fn run(
                 }
                 Flow::Stop
             }
-            _ = inp.stop.stopped(), if !st.interrupted => on_stop(rec, &mut st, cx),
+            _ = inp.stop.stopped(), if !st.interrupted => {
+                let why = inp.stop.reason().unwrap_or(DEFAULT_STOP_REASON);
+                on_stop(rec, &mut st, cx, why)
+            }
         };
         if let Flow::Stop = flow {
             break;
@@ -132,6 +141,15 @@ fn on_tick(rec: &mut Recorder, st: &mut State, cx: &Context<'_>) {
     let now_s = cx.t0.elapsed().as_secs_f64();
     for iv in st.lines.tick(st.ticks, now_s, sample) {
         rec.log.interval(iv);
+    }
+    if let Opener::Quic(c) = cx.opener {
+        let heard = c.stats().udp_rx.datagrams;
+        if let Some(message) = st.silence.check(heard, Instant::now()) {
+            rec.log.event(Event {
+                t_s: now_s,
+                kind: EventKind::Note { message },
+            });
+        }
     }
 }
 
@@ -155,21 +173,24 @@ fn on_control(
             Flow::Go
         }
         Some(Ctl::Closed(reason)) => {
-            st.failure = Some(TransferError::Connection(close_reason(cx.opener, reason)));
+            st.failure = Some(TransferError::Connection(close_reason(cx, reason)));
             Flow::Stop
         }
         None => {
             let reason = "the control reader stopped".to_owned();
-            st.failure = Some(TransferError::Connection(close_reason(cx.opener, reason)));
+            st.failure = Some(TransferError::Connection(close_reason(cx, reason)));
             Flow::Stop
         }
     }
 }
 
 /// The connection's own close reason (timeout, the peer's close code) when it has one.
-fn close_reason(opener: &Opener, fallback: String) -> String {
-    match opener {
-        Opener::Quic(c) => c.close_reason().map(|r| r.to_string()).unwrap_or(fallback),
+fn close_reason(cx: &Context<'_>, fallback: String) -> String {
+    match cx.opener {
+        Opener::Quic(c) => c
+            .close_reason()
+            .map(|r| describe_close(&r, &cx.liveness))
+            .unwrap_or(fallback),
         Opener::Tcp { .. } => fallback,
     }
 }
@@ -216,12 +237,12 @@ fn on_task(
     }
 }
 
-fn on_stop(rec: &mut Recorder, st: &mut State, cx: &Context<'_>) -> Flow {
+fn on_stop(rec: &mut Recorder, st: &mut State, cx: &Context<'_>, why: &str) -> Flow {
     st.interrupted = true;
     rec.log.event(Event {
         t_s: cx.t0.elapsed().as_secs_f64(),
         kind: EventKind::Note {
-            message: "interrupted (Ctrl-C)".into(),
+            message: format!("interrupted ({why})"),
         },
     });
     if cx.bulk {
