@@ -146,6 +146,9 @@ struct BenchArgs {
     /// Window for every QUIC run.
     #[arg(short = 'w', default_value = "32m")]
     window: String,
+    /// Interleaved hare / plain-quinn pairs per MTU (the median ratio is reported).
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
 }
 
 #[derive(Args, Debug)]
@@ -404,6 +407,12 @@ fn watch_signals(trigger: hare_transfer::StopTrigger, code: Arc<AtomicU8>) -> Re
 }
 
 fn run_bench(b: BenchArgs) -> Result<ExitCode> {
+    if !(b.seconds.is_finite() && (0.5..=600.0).contains(&b.seconds)) {
+        bail!("bench --seconds {}: must be 0.5 to 600", b.seconds);
+    }
+    if !(1..=50).contains(&b.rounds) {
+        bail!("bench --rounds {}: must be 1 to 50", b.rounds);
+    }
     let exe = std::env::current_exe().context("locating hare-send")?;
     let exe_dir = exe
         .parent()
@@ -417,6 +426,7 @@ fn run_bench(b: BenchArgs) -> Result<ExitCode> {
         window: size(&b.window, "-w")?,
         exe_dir,
         scratch: scratch.clone(),
+        rounds: b.rounds,
     };
     let before = hare_transfer::bench::load_average();
     println!(

@@ -76,6 +76,30 @@ fn bulk_with_json_on_stdout_reports_the_bytes_sent() {
         4 << 20
     );
     assert_eq!(v["start"]["hare"]["interval_s"].as_f64(), Some(0.2));
+    // The fields iperf3 readers look for, with iperf3's names and units.
+    let c = &v["start"]["connected"][0];
+    assert_eq!(c["remote_host"].as_str(), Some("127.0.0.1"));
+    assert_eq!(c["remote_port"].as_u64(), Some(u64::from(r.addr.port())));
+    assert!(c["local_port"].as_u64().is_some_and(|p| p > 0), "{c}");
+    assert!(v["start"]["timestamp"]["timesec"]
+        .as_u64()
+        .is_some_and(|t| t > 1_700_000_000));
+    assert!(v["start"]["timestamp"]["time"]
+        .as_str()
+        .is_some_and(|t| t.ends_with(" GMT")));
+    let test = &v["start"]["test_start"];
+    assert_eq!(test["num_streams"].as_u64(), Some(1));
+    assert_eq!(test["bytes"].as_u64(), Some(4 << 20));
+    assert_eq!(test["reverse"].as_u64(), Some(0));
+    let streams = v["end"]["streams"].as_array().expect("end.streams");
+    assert_eq!(streams.len(), 1);
+    assert_eq!(streams[0]["receiver"]["bytes"].as_u64(), Some(4 << 20));
+    assert_eq!(streams[0]["sender"]["sender"].as_bool(), Some(true));
+    assert_eq!(v["end"]["sum_received"]["sender"].as_bool(), Some(false));
+    let cpu = &v["end"]["cpu_utilization_percent"];
+    for key in ["host_total", "host_user", "host_system", "remote_total"] {
+        assert!(cpu[key].as_f64().is_some(), "{key}: {cpu}");
+    }
 }
 
 #[test]

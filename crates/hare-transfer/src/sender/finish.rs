@@ -14,7 +14,9 @@ use crate::sendfiles::Source;
 use super::opener::{lock, Opener};
 use super::recorder::Recorder;
 use super::run_loop::State;
+use super::writers::CHUNK;
 use super::FileReport;
+use crate::iperf_extra::IperfContext;
 
 /// Fold the last ticks into the final lines, note what a timed job discarded and print the
 /// summary. Returns the finished run.
@@ -93,6 +95,42 @@ pub(super) fn summarise(
         completed,
     })?;
     Ok((run, rec.qlog))
+}
+
+/// What the iperf3-shaped document needs beyond the run: addresses, the test asked for, and
+/// this process's CPU split into user and system time.
+pub(super) fn iperf_context(
+    opener: &Opener,
+    endpoint: Option<&quinn::Endpoint>,
+    remote: std::net::SocketAddr,
+    job: &Job,
+    streams: u16,
+    cpu: &CpuClock,
+) -> IperfContext {
+    let local = match (opener, endpoint) {
+        (Opener::Quic(c), Some(e)) => e.local_addr().ok().map(|mut a| {
+            if let Some(ip) = c.local_ip() {
+                a.set_ip(ip);
+            }
+            a
+        }),
+        _ => None,
+    };
+    let (duration_s, bytes) = match job {
+        Job::Bulk { bytes, seconds, .. } => (*seconds, *bytes),
+        Job::Files { files, .. } => (None, Some(files.iter().map(|f| f.size).sum())),
+    };
+    let split = cpu.split_percent();
+    IperfContext {
+        local,
+        remote: Some(remote),
+        num_streams: streams,
+        duration_s,
+        bytes,
+        blksize: CHUNK as u64,
+        cpu_user_pct: split.map(|s| s.0),
+        cpu_system_pct: split.map(|s| s.1),
+    }
 }
 
 /// Close the connection: code 0 (done) unless the user interrupted a file job.

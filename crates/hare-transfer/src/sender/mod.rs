@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use hare_cc::Observer;
 use hare_report::Run;
-use indicatif::MultiProgress;
+use indicatif::{MultiProgress, ProgressDrawTarget};
 use tokio::sync::mpsc;
 
 use crate::cpu::CpuClock;
@@ -44,7 +44,7 @@ mod writers;
 
 use connect::{connect, Connected};
 use control::{spawn_reader, spawn_writer, verdict_channels, Ctl};
-use finish::{close_connection, file_reports, summarise};
+use finish::{close_connection, file_reports, iperf_context, summarise};
 use handshake::{hello, Welcome};
 use header::{announce, run_header, Negotiated};
 use opener::Opener;
@@ -234,7 +234,9 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
     };
     let header = run_header(&opts, &link, &negotiated);
     let printer = match (&opts.job, opts.output.progress && printer.enabled()) {
-        (SendJob::Files { .. }, true) => printer.with_progress(MultiProgress::new()),
+        (SendJob::Files { .. }, true) => printer.with_progress(MultiProgress::with_draw_target(
+            ProgressDrawTarget::stderr_with_hz(4),
+        )),
         _ => printer,
     };
     let mut log = RunLog::new(header, printer, &opts.output)?;
@@ -268,8 +270,11 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         out_tx,
     };
     let mut tasks = DataTasks::new();
-    match &job {
-        Job::Bulk { .. } => spawn_bulk(&mut tasks, &job, &shared, t0),
+    let bar = match &job {
+        Job::Bulk { .. } => {
+            spawn_bulk(&mut tasks, &job, &shared, t0);
+            None
+        }
         Job::Files { .. } => spawn_files(
             &mut tasks,
             &sources,
@@ -279,7 +284,7 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
             &shared,
             rec.log.printer().multi(),
         ),
-    }
+    };
 
     let mut inputs = Inputs {
         ctl_rx,
@@ -300,6 +305,11 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
     };
     let mut st = run_loop::run(&mut rec, &mut inputs, &cx, lines).await;
     inputs.tasks.abort_all();
+    if let Some(b) = bar {
+        b.abort();
+    }
+    let cx = iperf_context(&opener, endpoint.as_ref(), addr, &job, streams, &cpu);
+    rec.log.set_iperf(cx);
     let (run, mut qlog) = summarise(rec, &mut st, &job, &sources, t0, &cpu, &shared.written)?;
     close_connection(&opener, st.interrupted && !sources.is_empty());
     drop(shared);

@@ -209,9 +209,6 @@ fn on_task(
             Flow::Go
         }
         Some(Ok(Ok(Some(rep)))) => {
-            if let Some(b) = rec.log.printer().multi() {
-                let _ = b.clear();
-            }
             if !rep.ok {
                 let message = format!("{}: {}", rep.name, rep.reason.as_deref().unwrap_or(""));
                 rec.log.event(Event {

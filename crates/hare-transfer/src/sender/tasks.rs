@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::sync::{mpsc, oneshot, Semaphore};
-use tokio::task::JoinSet;
+use tokio::task::{JoinHandle, JoinSet};
 
 use crate::error::{Result, TransferError};
 use crate::protocol::{FilePlan, Job, ToReceiver};
@@ -88,15 +88,21 @@ pub(super) fn spawn_files(
     parallel: u16,
     shared: &DataShared,
     multi: Option<&MultiProgress>,
-) {
+) -> Option<JoinHandle<()>> {
     let gate = Arc::new(Semaphore::new(usize::from(parallel)));
+    // One bar for the whole job; each file reports into a hidden bar of its own.
+    let bars: Vec<ProgressBar> = sources
+        .iter()
+        .map(|s| ProgressBar::with_draw_target(Some(s.entry.size), ProgressDrawTarget::hidden()))
+        .collect();
+    let updater = multi.map(|m| spawn_overall_bar(m, sources, bars.clone()));
     let plan_of: HashMap<u32, FilePlan> = plans.into_iter().map(|p| (p.index, p)).collect();
     for (i, src) in sources.iter().enumerate() {
         let i = i as u32;
         let Some(result_rx) = verdicts.remove(&i) else {
             continue;
         };
-        let bar = multi.map(|m| file_bar(m, src));
+        let bar = multi.and(bars.get(i as usize).cloned());
         let (opener, out_tx, gate, src, plan) = (
             shared.opener.clone(),
             shared.out_tx.clone(),
@@ -115,16 +121,36 @@ pub(super) fn spawn_files(
             ))
         });
     }
+    updater
 }
 
-fn file_bar(m: &MultiProgress, src: &Source) -> ProgressBar {
-    let b = m.add(ProgressBar::new(src.entry.size));
-    b.set_style(
+/// How often the overall bar is redrawn: a few times a second reads well and costs the
+/// sender nothing measurable (the files' hidden bars are plain atomics).
+const BAR_TICK: Duration = Duration::from_millis(250);
+
+/// The overall bar (files done, bytes, rate, ETA), fed from the files' hidden bars until
+/// the caller aborts the returned task.
+fn spawn_overall_bar(
+    m: &MultiProgress,
+    sources: &[Source],
+    files: Vec<ProgressBar>,
+) -> JoinHandle<()> {
+    let total: u64 = sources.iter().map(|s| s.entry.size).sum();
+    let overall = m.add(ProgressBar::new(total));
+    overall.set_style(
         ProgressStyle::with_template(
-            "{msg:30!} {bar:30} {bytes:>10}/{total_bytes:10} {bytes_per_sec:>12} {eta:>4}",
+            "{msg} {bar:30} {bytes:>10}/{total_bytes:10} {bytes_per_sec:>12} ETA {eta}",
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    b.set_message(src.entry.name.clone());
-    b
+    let n = files.len();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(BAR_TICK);
+        loop {
+            tick.tick().await;
+            let done = files.iter().filter(|b| b.is_finished()).count();
+            overall.set_position(files.iter().map(ProgressBar::position).sum());
+            overall.set_message(format!("files {done}/{n}"));
+        }
+    })
 }
