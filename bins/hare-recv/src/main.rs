@@ -206,11 +206,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
             say(format!("hare-recv: certificate sha256 {fp}"));
         }
         let (trigger, stop) = hare_transfer::stop_pair();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                trigger.stop();
-            }
-        });
+        // Ctrl-C, SIGTERM and SIGHUP all shut the receiver down the same way.
+        use tokio::signal::unix::{signal, SignalKind};
+        let kinds = [
+            (SignalKind::interrupt(), "Ctrl-C"),
+            (SignalKind::terminate(), "SIGTERM"),
+            (SignalKind::hangup(), "SIGHUP"),
+        ];
+        for (kind, name) in kinds {
+            let mut sig = signal(kind).with_context(|| format!("listening for {name}"))?;
+            let trigger = trigger.clone();
+            tokio::spawn(async move {
+                if sig.recv().await.is_some() {
+                    trigger.stop_because(name);
+                }
+            });
+        }
         receiver.run(stop).await?;
         Ok(ExitCode::SUCCESS)
     })

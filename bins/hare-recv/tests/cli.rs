@@ -222,3 +222,69 @@ fn a_newline_in_a_refused_name_cannot_forge_a_log_line() {
     assert!(!seen.iter().any(|l| l.starts_with(forged)), "{seen:?}");
     assert!(!seen.iter().any(|l| l.contains('\u{1b}')), "{seen:?}");
 }
+
+/// A receiver killed mid-run (SIGKILL: no close, the path goes silent) is reported by the
+/// sender as a silent receiver within its `--idle-timeout`, with "path silent" notes before.
+#[test]
+fn a_killed_receiver_is_reported_within_the_idle_timeout() {
+    let state = tempfile::tempdir().expect("tempdir");
+    let id = state.path().join("id");
+    let mut r = start(&["--identity", id.to_str().expect("utf8"), "-q"], &[]);
+    let pin: Fingerprint = r.fingerprint.parse().expect("pin");
+    let job = SendJob::Bulk {
+        bytes: None,
+        seconds: Some(60.0),
+        streams: 1,
+    };
+    let mut opts = send_options(r.addr, Some(Trust::Pin(pin)), job);
+    opts.rate = Some(20_000_000);
+    opts.liveness = hare_transfer::quic_config::Liveness {
+        idle_timeout: Duration::from_secs(3),
+        keep_alive: Duration::from_millis(500),
+    };
+    let jsonl = state.path().join("run.jsonl");
+    opts.output.jsonl = Some(jsonl.clone());
+    let rt = rt();
+    let killed = std::thread::scope(|s| {
+        let killer = s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(1500));
+            let _ = r.child.kill();
+            let _ = r.child.wait();
+            Instant::now()
+        });
+        let res = rt.block_on(send(opts, Stop::never()));
+        let ended = Instant::now();
+        (res, ended, killer.join().expect("killer"))
+    });
+    let (res, ended, killed_at) = killed;
+    let err = res.expect_err("the receiver is gone");
+    assert!(
+        matches!(&err, TransferError::Connection(m) if m.contains("went silent") && m.contains("3 s")),
+        "{err}"
+    );
+    let waited = ended.duration_since(killed_at);
+    // The idle timeout, plus at most one tick of slack.
+    assert!(waited < Duration::from_secs(5), "{waited:?}");
+    let log = std::fs::read_to_string(&jsonl).expect("jsonl");
+    assert!(
+        log.contains("path silent: nothing heard from the receiver"),
+        "{log}"
+    );
+}
+
+/// A port in use: the OS error is said once, not once per layer.
+#[test]
+fn a_busy_port_says_its_cause_once() {
+    let busy = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp");
+    let addr = busy.local_addr().expect("addr").to_string();
+    let state = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(env!("CARGO_BIN_EXE_hare-recv"))
+        .args(["--listen", &addr, "--identity"])
+        .arg(state.path().join("id"))
+        .env_remove("HARE_TOKEN")
+        .output()
+        .expect("hare-recv");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.matches("Address already in use").count(), 1, "{err}");
+}

@@ -4,11 +4,15 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use hare_transfer::quic_config::{Link, DEFAULT_WINDOW};
+use hare_transfer::quic_config::{
+    Link, Liveness, DEFAULT_KEEP_ALIVE, DEFAULT_SEND_IDLE_TIMEOUT, DEFAULT_WINDOW,
+};
 use hare_transfer::report::{JsonTarget, OutputOptions};
 use hare_transfer::trust::Trust;
 use hare_transfer::{SendJob, SendOptions, TcpSendOptions, TransferError};
@@ -96,7 +100,8 @@ struct SendArgs {
     /// Overwrite files that exist on the receiver.
     #[arg(long)]
     force: bool,
-    /// Rate limit over all streams, bit/s (k/m/g SI suffixes: 100m = 10^8 bit/s).
+    /// Rate limit over all streams, bit/s (k/m/g SI suffixes: 100m = 10^8 bit/s); 0 = no
+    /// limit.
     #[arg(short = 'R', value_name = "RATE")]
     rate: Option<String>,
     /// Write one qlog per connection (and a .cc.jsonl sidecar of controller events) here.
@@ -114,6 +119,14 @@ struct SendArgs {
     /// With --tcp: SO_MAX_PACING_RATE in bit/s (turns kernel pacing on).
     #[arg(long, value_name = "RATE", requires = "tcp")]
     pacing_rate: Option<String>,
+    /// Give up on a receiver that has sent nothing for this many seconds (QUIC idle
+    /// timeout; the receiver's own 30 s bound applies to longer values).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_SEND_IDLE_TIMEOUT.as_secs_f64())]
+    idle_timeout: f64,
+    /// Send a keep-alive this often while no data flows (QUIC PING), so that silence means
+    /// the path or the receiver is gone.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_KEEP_ALIVE.as_secs_f64())]
+    keep_alive: f64,
     /// No report lines.
     #[arg(short = 'q', long)]
     quiet: bool,
@@ -133,6 +146,9 @@ struct BenchArgs {
     /// Window for every QUIC run.
     #[arg(short = 'w', default_value = "32m")]
     window: String,
+    /// Interleaved hare / plain-quinn pairs per MTU (the median ratio is reported).
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
 }
 
 #[derive(Args, Debug)]
@@ -165,9 +181,44 @@ fn size(s: &str, what: &str) -> Result<u64> {
 }
 
 fn rate(s: &str, what: &str) -> Result<u64> {
-    Ok(hare_link::units::parse_rate(s)
+    let bits = hare_link::units::parse_rate(s)
         .with_context(|| format!("{what} {s}"))?
-        .bits_per_sec())
+        .bits_per_sec();
+    if bits == 0 && !is_zero(s) {
+        bail!("{what} {s} is below 1 bit/s (give 0 for no limit)");
+    }
+    Ok(bits)
+}
+
+/// True when a rate is written as zero (`0`, `0k`, `0.0m`), as opposed to a small value
+/// that rounds to 0 bit/s.
+fn is_zero(s: &str) -> bool {
+    let digits = s
+        .trim()
+        .trim_end_matches(|c: char| c.is_ascii_alphabetic() || c == '/');
+    digits.parse::<f64>().is_ok_and(|v| v == 0.0)
+}
+
+/// `SECONDS` of an option as a duration, refusing what `Duration` cannot hold.
+fn seconds(v: f64, what: &str) -> Result<Duration> {
+    Duration::try_from_secs_f64(v)
+        .map_err(|_| anyhow::anyhow!("{what} {v:e}: not a number of seconds"))
+}
+
+/// Options that only exist over QUIC, refused with --tcp rather than silently ignored.
+fn refuse_with_tcp(a: &SendArgs) -> Result<()> {
+    let quic_only = [
+        ("--pin (or HARE_PIN)", a.pin.is_some()),
+        ("--cert", a.cert.is_some()),
+        ("--ca", a.ca.is_some()),
+        ("--qlog", a.qlog.is_some()),
+    ];
+    for (name, given) in quic_only {
+        if given {
+            bail!("{name} cannot be honoured with --tcp: kernel TCP runs are unencrypted and have no certificate or qlog");
+        }
+    }
+    Ok(())
 }
 
 fn init_tracing(verbose: u8) {
@@ -194,6 +245,9 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 fn options(a: SendArgs) -> Result<SendOptions> {
+    if a.tcp {
+        refuse_with_tcp(&a)?;
+    }
     let mut targets = a.targets;
     let server = targets.pop().context("missing receiver HOST[:PORT]")?;
     let paths: Vec<PathBuf> = targets.into_iter().map(PathBuf::from).collect();
@@ -216,6 +270,10 @@ fn options(a: SendArgs) -> Result<SendOptions> {
     if !(0.1..=3600.0).contains(&a.interval) {
         bail!("-i must be between 0.1 and 3600 seconds");
     }
+    let liveness = Liveness {
+        idle_timeout: seconds(a.idle_timeout, "--idle-timeout")?,
+        keep_alive: seconds(a.keep_alive, "--keep-alive")?,
+    };
     let explicit_window = a.window.as_deref().map(|w| size(w, "-w")).transpose()?;
     let trust = match (a.pin, a.cert, a.ca) {
         (Some(p), _, _) => Some(Trust::Pin(p.parse()?)),
@@ -259,11 +317,18 @@ fn options(a: SendArgs) -> Result<SendOptions> {
                     .as_deref()
                     .map(|r| rate(r, "--pacing-rate"))
                     .transpose()?
-                    .map(|b| b / 8),
+                    .map(|b| {
+                        if b < 8 {
+                            bail!("--pacing-rate must be at least 8 bit/s (1 byte/s)");
+                        }
+                        Ok(b / 8)
+                    })
+                    .transpose()?,
             })
         } else {
             None
         },
+        liveness,
     })
 }
 
@@ -272,24 +337,19 @@ fn run_send(a: SendArgs) -> Result<ExitCode> {
     let opts = options(a)?;
     let bulk = matches!(opts.job, SendJob::Bulk { .. });
     let rt = runtime()?;
+    let exit_code = Arc::new(AtomicU8::new(EXIT_INTERRUPTED));
+    let code = exit_code.clone();
     let outcome = rt.block_on(async move {
         let (trigger, stop) = hare_transfer::stop_pair();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                trigger.stop();
-                // A second Ctrl-C leaves at once.
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(i32::from(EXIT_INTERRUPTED));
-                }
-            }
-        });
-        hare_transfer::send(opts, stop).await
-    });
+        watch_signals(trigger, code)?;
+        Ok::<_, anyhow::Error>(hare_transfer::send(opts, stop).await)
+    })?;
+    let interrupted_code = exit_code.load(Ordering::Relaxed);
     let outcome = match outcome {
         Ok(o) => o,
         Err(TransferError::Interrupted) => {
             eprintln!("hare-send: interrupted");
-            return Ok(ExitCode::from(EXIT_INTERRUPTED));
+            return Ok(ExitCode::from(interrupted_code));
         }
         Err(e) => return Err(e.into()),
     };
@@ -299,7 +359,7 @@ fn run_send(a: SendArgs) -> Result<ExitCode> {
             "hare-send: interrupted: {} file(s) not completed; the receiver keeps partial data, rerun with --resume",
             failed.len()
         );
-        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+        return Ok(ExitCode::from(interrupted_code));
     }
     if !failed.is_empty() {
         for f in &failed {
@@ -314,7 +374,45 @@ fn run_send(a: SendArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Ctrl-C (SIGINT), SIGTERM and SIGHUP all stop the run the same way: a bulk run drains and
+/// prints its summary, a file run keeps the receiver's verified prefix for `--resume`. The
+/// exit status of an interrupted file run is 128 + the signal's number, as shells report it;
+/// a second signal leaves at once.
+fn watch_signals(trigger: hare_transfer::StopTrigger, code: Arc<AtomicU8>) -> Result<()> {
+    const BASE: u8 = 128;
+    use tokio::signal::unix::{signal, SignalKind};
+    // POSIX's numbers for these three are the same on every Unix.
+    let kinds = [
+        (SignalKind::interrupt(), "Ctrl-C", 2),
+        (SignalKind::terminate(), "SIGTERM", 15),
+        (SignalKind::hangup(), "SIGHUP", 1),
+    ];
+    for (kind, name, number) in kinds {
+        let mut sig = signal(kind).with_context(|| format!("listening for {name}"))?;
+        let (trigger, code) = (trigger.clone(), code.clone());
+        tokio::spawn(async move {
+            if sig.recv().await.is_some() {
+                if trigger.is_triggered() {
+                    std::process::exit(i32::from(BASE + number));
+                }
+                code.store(BASE + number, Ordering::Relaxed);
+                trigger.stop_because(name);
+                if sig.recv().await.is_some() {
+                    std::process::exit(i32::from(BASE + number));
+                }
+            }
+        });
+    }
+    Ok(())
+}
+
 fn run_bench(b: BenchArgs) -> Result<ExitCode> {
+    if !(b.seconds.is_finite() && (0.5..=600.0).contains(&b.seconds)) {
+        bail!("bench --seconds {}: must be 0.5 to 600", b.seconds);
+    }
+    if !(1..=50).contains(&b.rounds) {
+        bail!("bench --rounds {}: must be 1 to 50", b.rounds);
+    }
     let exe = std::env::current_exe().context("locating hare-send")?;
     let exe_dir = exe
         .parent()
@@ -328,6 +426,7 @@ fn run_bench(b: BenchArgs) -> Result<ExitCode> {
         window: size(&b.window, "-w")?,
         exe_dir,
         scratch: scratch.clone(),
+        rounds: b.rounds,
     };
     let before = hare_transfer::bench::load_average();
     println!(

@@ -76,6 +76,30 @@ fn bulk_with_json_on_stdout_reports_the_bytes_sent() {
         4 << 20
     );
     assert_eq!(v["start"]["hare"]["interval_s"].as_f64(), Some(0.2));
+    // The fields iperf3 readers look for, with iperf3's names and units.
+    let c = &v["start"]["connected"][0];
+    assert_eq!(c["remote_host"].as_str(), Some("127.0.0.1"));
+    assert_eq!(c["remote_port"].as_u64(), Some(u64::from(r.addr.port())));
+    assert!(c["local_port"].as_u64().is_some_and(|p| p > 0), "{c}");
+    assert!(v["start"]["timestamp"]["timesec"]
+        .as_u64()
+        .is_some_and(|t| t > 1_700_000_000));
+    assert!(v["start"]["timestamp"]["time"]
+        .as_str()
+        .is_some_and(|t| t.ends_with(" GMT")));
+    let test = &v["start"]["test_start"];
+    assert_eq!(test["num_streams"].as_u64(), Some(1));
+    assert_eq!(test["bytes"].as_u64(), Some(4 << 20));
+    assert_eq!(test["reverse"].as_u64(), Some(0));
+    let streams = v["end"]["streams"].as_array().expect("end.streams");
+    assert_eq!(streams.len(), 1);
+    assert_eq!(streams[0]["receiver"]["bytes"].as_u64(), Some(4 << 20));
+    assert_eq!(streams[0]["sender"]["sender"].as_bool(), Some(true));
+    assert_eq!(v["end"]["sum_received"]["sender"].as_bool(), Some(false));
+    let cpu = &v["end"]["cpu_utilization_percent"];
+    for key in ["host_total", "host_user", "host_system", "remote_total"] {
+        assert!(cpu[key].as_f64().is_some(), "{key}: {cpu}");
+    }
 }
 
 #[test]
@@ -152,7 +176,7 @@ fn ctrl_c_aborts_a_file_and_resume_completes_it() {
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGINT,
     )
-    .expect("SIGINT");
+    .expect("signal");
     let out = wait_bounded(child, Duration::from_secs(30));
     assert_eq!(
         out.status.code(),
@@ -200,6 +224,17 @@ fn ctrl_c_aborts_a_file_and_resume_completes_it() {
 
 #[test]
 fn ctrl_c_ends_a_timed_bulk_run_cleanly_with_a_summary() {
+    signal_ends_a_timed_bulk_run(nix::sys::signal::Signal::SIGINT, "Ctrl-C");
+}
+
+#[test]
+fn sigterm_and_sighup_end_a_timed_bulk_run_like_ctrl_c() {
+    signal_ends_a_timed_bulk_run(nix::sys::signal::Signal::SIGTERM, "SIGTERM");
+    signal_ends_a_timed_bulk_run(nix::sys::signal::Signal::SIGHUP, "SIGHUP");
+}
+
+/// `signal` before `-T` is up: the run drains, prints its summary, exits 0 and notes why.
+fn signal_ends_a_timed_bulk_run(signal: nix::sys::signal::Signal, name: &str) {
     let (_id, r) = receiver(None);
     let fp = r.fingerprint.expect("fingerprint").to_string();
     let dir = tempfile::tempdir().expect("tempdir");
@@ -226,11 +261,7 @@ fn ctrl_c_ends_a_timed_bulk_run_cleanly_with_a_summary() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .expect("SIGINT");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).expect("signal");
     let out = wait_bounded(child, Duration::from_secs(30));
     assert!(
         out.status.success(),
@@ -247,8 +278,8 @@ fn ctrl_c_ends_a_timed_bulk_run_cleanly_with_a_summary() {
         .as_array()
         .expect("events")
         .iter()
-        .any(|e| e["kind"]["message"].as_str() == Some("interrupted (Ctrl-C)"));
-    assert!(noted);
+        .any(|e| e["kind"]["message"].as_str() == Some(&format!("interrupted ({name})")));
+    assert!(noted, "{name}");
 }
 
 #[test]
@@ -279,4 +310,109 @@ fn kernel_tcp_cubic_bulk() {
     assert_eq!(v["end"]["hare"]["bytes"].as_u64(), Some(8 << 20));
     assert_eq!(v["start"]["congestion_used"].as_str(), Some("kernel:cubic"));
     assert_eq!(v["start"]["test_start"]["protocol"].as_str(), Some("TCP"));
+}
+
+/// Every bad value is refused before connecting: exit status 1 (never a panic's 101), one
+/// line naming the option, its cause said once, and no Rust debug text.
+#[test]
+fn bad_option_values_are_refused_with_their_cause_once() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["-R", "0.0001", "-n", "1m"],
+            "-R 0.0001 is below 1 bit/s (give 0 for no limit)",
+        ),
+        (&["-R", "fast", "-n", "1m"], "-R fast"),
+        (
+            &["-T", "1e300"],
+            "-T 1e300: must be more than 0 and at most 86400 seconds",
+        ),
+        (&["-T", "0"], "-T 0: must be more than 0"),
+        (&["-T", "nan"], "-T NaN: must be more than 0"),
+        (&["-P", "0", "-n", "1m"], "-P 0: must be 1 to 128"),
+        (&["-w", "0", "-n", "1m"], "-w 0 is below the minimum"),
+        (
+            &["-i", "0", "-n", "1m"],
+            "-i must be between 0.1 and 3600 seconds",
+        ),
+        (
+            &["--idle-timeout", "0", "-n", "1m"],
+            "--idle-timeout 0: must be 1 to 3600 seconds",
+        ),
+        (
+            &["--idle-timeout", "1e300", "-n", "1m"],
+            "--idle-timeout 1e300: not a number of seconds",
+        ),
+        (
+            &["--keep-alive", "20", "-n", "1m"],
+            "--keep-alive 20: must be at least 0.1 s and below --idle-timeout (10 s)",
+        ),
+        (
+            &["--tcp", "--pin", "00", "-n", "1m"],
+            "--pin (or HARE_PIN) cannot be honoured with --tcp",
+        ),
+        (
+            &["--tcp", "--cert", "c.pem", "-n", "1m"],
+            "--cert cannot be honoured with --tcp",
+        ),
+        (
+            &["--tcp", "--qlog", "q", "-n", "1m"],
+            "--qlog cannot be honoured with --tcp",
+        ),
+        (&["--pin", "00", "-n", "1m"], "bad pin `00`"),
+        // The host given before the files: the "file" does not exist.
+        (
+            &["--pin", &"a".repeat(64), "127.0.0.1", "/nonexistent/x"],
+            "No such file or directory (os error 2)",
+        ),
+        (
+            &["--ca", "/nonexistent/ca.pem", "-n", "1m"],
+            "No such file or directory (os error 2)",
+        ),
+    ];
+    for (args, expect) in cases {
+        let mut cmd = hare_send();
+        cmd.args(*args);
+        if !args.contains(&"/nonexistent/x") {
+            cmd.arg("127.0.0.1:9");
+        }
+        let out = run(&mut cmd);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(expect), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        for debug in ["Some(", "DnsName(", "Os {", "kind:"] {
+            assert!(!err.contains(debug), "{args:?}: {err}");
+        }
+        // The cause appears once even when it is an OS error.
+        if let Some(at) = err.find("(os error") {
+            assert!(!err[at + 1..].contains("(os error"), "{args:?}: {err}");
+        }
+    }
+}
+
+/// `-R 0` (and `0k`) is "no limit", as iperf3's `-b 0`.
+#[test]
+fn rate_zero_is_no_limit() {
+    let (_id, r) = receiver(None);
+    let fp = r.fingerprint.expect("fingerprint").to_string();
+    for zero in ["0", "0k"] {
+        let out = run(hare_send().args([
+            "-R",
+            zero,
+            "-n",
+            "2m",
+            "--json",
+            "-",
+            "--pin",
+            &fp,
+            &r.addr.to_string(),
+        ]));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert_eq!(v["end"]["sum_received"]["bytes"].as_u64(), Some(2 << 20));
+    }
 }

@@ -39,10 +39,14 @@ pub struct BenchOptions {
     pub exe_dir: PathBuf,
     /// Scratch directory (identities).
     pub scratch: PathBuf,
+    /// hare / plain-quinn pairs per MTU, interleaved (the order alternates each round so
+    /// that a drift in the machine's load does not favour either); the median ratio is the
+    /// figure.
+    pub rounds: usize,
 }
 
 /// One MTU's figures, in Mbit/s.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct BenchCase {
     /// UDP payload size.
     pub mtu: u16,
@@ -52,17 +56,35 @@ pub struct BenchCase {
     pub hare_mbps: f64,
     /// hare-send --tcp -> hare-recv --tcp (kernel CUBIC).
     pub tcp_mbps: f64,
+    /// hare / plain quinn of each round, in run order.
+    pub round_ratios: Vec<f64>,
 }
 
 impl BenchCase {
-    /// hare / plain quinn.
+    /// hare / plain quinn: the median of the rounds' ratios (each measured back to back),
+    /// or the ratio of the medians when there were no rounds.
     pub fn vs_plain(&self) -> f64 {
-        ratio(self.hare_mbps, self.plain_mbps)
+        median(&self.round_ratios).unwrap_or_else(|| ratio(self.hare_mbps, self.plain_mbps))
     }
     /// hare / kernel TCP.
     pub fn vs_tcp(&self) -> f64 {
         ratio(self.hare_mbps, self.tcp_mbps)
     }
+}
+
+/// The median (the mean of the middle two for an even count); `None` when empty.
+pub fn median(xs: &[f64]) -> Option<f64> {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
 }
 
 fn ratio(a: f64, b: f64) -> f64 {
@@ -284,37 +306,60 @@ pub fn run(o: &BenchOptions, mut progress: impl FnMut(&str)) -> Result<Vec<Bench
     }
     let mut out = Vec::new();
     for &mtu in &o.mtus {
-        let plain = run_plain(o, mtu)?;
-        progress(&format!("mtu {mtu}: plain quinn   {plain:10.1} Mbit/s"));
-        let hare = run_hare(o, mtu, false)?;
-        progress(&format!("mtu {mtu}: hare-send     {hare:10.1} Mbit/s"));
-        let tcp = run_hare(o, mtu, true)?;
-        progress(&format!("mtu {mtu}: hare --tcp    {tcp:10.1} Mbit/s"));
-        out.push(BenchCase {
-            mtu,
-            plain_mbps: plain,
-            hare_mbps: hare,
-            tcp_mbps: tcp,
-        });
+        out.push(run_mtu(o, mtu, &mut progress)?);
     }
     Ok(out)
+}
+
+/// One MTU: `rounds` interleaved hare / plain-quinn pairs, then one kernel-TCP run.
+fn run_mtu(o: &BenchOptions, mtu: u16, progress: &mut impl FnMut(&str)) -> Result<BenchCase> {
+    let (mut plains, mut hares, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..o.rounds.max(1) {
+        let (plain, hare) = if round % 2 == 0 {
+            let p = run_plain(o, mtu)?;
+            (p, run_hare(o, mtu, false)?)
+        } else {
+            let h = run_hare(o, mtu, false)?;
+            (run_plain(o, mtu)?, h)
+        };
+        let r = ratio(hare, plain);
+        progress(&format!(
+            "mtu {mtu} round {}: plain quinn {plain:10.1} Mbit/s, hare-send {hare:10.1} Mbit/s, ratio {r:.3}",
+            round + 1
+        ));
+        plains.push(plain);
+        hares.push(hare);
+        ratios.push(r);
+    }
+    let tcp = run_hare(o, mtu, true)?;
+    progress(&format!("mtu {mtu}: hare --tcp    {tcp:10.1} Mbit/s"));
+    Ok(BenchCase {
+        mtu,
+        plain_mbps: median(&plains).unwrap_or(0.0),
+        hare_mbps: median(&hares).unwrap_or(0.0),
+        tcp_mbps: tcp,
+        round_ratios: ratios,
+    })
 }
 
 /// The table printed at the end.
 pub fn table(cases: &[BenchCase]) -> String {
     let mut s =
-        String::from("  MTU   plain quinn     hare-send    hare --tcp   hare/plain  hare/tcp\n");
+        String::from("  MTU   plain quinn     hare-send    hare --tcp   hare/plain  hare/tcp  rounds (hare/plain)\n");
     for c in cases {
+        let rounds: Vec<String> = c.round_ratios.iter().map(|r| format!("{r:.3}")).collect();
         s.push_str(&format!(
-            "{:5} {:10.1} Mb/s {:8.1} Mb/s {:8.1} Mb/s {:10.3} {:9.3}\n",
+            "{:5} {:10.1} Mb/s {:8.1} Mb/s {:8.1} Mb/s {:10.3} {:9.3}  {}\n",
             c.mtu,
             c.plain_mbps,
             c.hare_mbps,
             c.tcp_mbps,
             c.vs_plain(),
-            c.vs_tcp()
+            c.vs_tcp(),
+            rounds.join(" ")
         ));
     }
+    s.push_str("(plain quinn and hare-send: medians of the rounds; hare/plain: median of the rounds' ratios)\n");
     s
 }
 
@@ -445,12 +490,26 @@ mod tests {
             plain_mbps: 2000.0,
             hare_mbps: 1900.0,
             tcp_mbps: 3800.0,
+            round_ratios: Vec::new(),
         };
         assert!((c.vs_plain() - 0.95).abs() < 1e-12);
         assert!((c.vs_tcp() - 0.5).abs() < 1e-12);
-        let t = table(&[c]);
+        let t = table(std::slice::from_ref(&c));
         assert!(t.contains(" 1452 "), "{t}");
         assert!(t.contains("0.950"), "{t}");
+        let c = BenchCase {
+            round_ratios: vec![1.2, 0.9, 1.0, 5.0, 0.95],
+            ..c
+        };
+        assert_eq!(c.vs_plain(), 1.0);
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[f64::NAN, 1.0]), Some(1.0));
     }
 
     #[test]

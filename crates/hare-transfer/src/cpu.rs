@@ -6,9 +6,15 @@ use nix::sys::resource::{getrusage, UsageWho};
 
 /// User + system CPU seconds of this process so far; `None` if the kernel will not say.
 pub fn process_cpu_seconds() -> Option<f64> {
+    let (user, system) = process_cpu_split()?;
+    Some(user + system)
+}
+
+/// User and system CPU seconds of this process so far.
+pub fn process_cpu_split() -> Option<(f64, f64)> {
     let u = getrusage(UsageWho::RUSAGE_SELF).ok()?;
     let tv = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
-    Some(tv(u.user_time()) + tv(u.system_time()))
+    Some((tv(u.user_time()), tv(u.system_time())))
 }
 
 /// A start point to measure CPU percent from.
@@ -16,6 +22,7 @@ pub fn process_cpu_seconds() -> Option<f64> {
 pub struct CpuClock {
     wall: Instant,
     cpu: Option<f64>,
+    split: Option<(f64, f64)>,
 }
 
 impl CpuClock {
@@ -24,6 +31,7 @@ impl CpuClock {
         Self {
             wall: Instant::now(),
             cpu: process_cpu_seconds(),
+            split: process_cpu_split(),
         }
     }
 
@@ -32,6 +40,15 @@ impl CpuClock {
         let wall = self.wall.elapsed().as_secs_f64();
         let used = process_cpu_seconds()? - self.cpu?;
         (wall > 0.0).then(|| 100.0 * used / wall)
+    }
+
+    /// User and system CPU percent of one core since the start (iperf3's `host_user`,
+    /// `host_system`).
+    pub fn split_percent(&self) -> Option<(f64, f64)> {
+        let wall = self.wall.elapsed().as_secs_f64();
+        let (u1, s1) = process_cpu_split()?;
+        let (u0, s0) = self.split?;
+        (wall > 0.0).then(|| (100.0 * (u1 - u0) / wall, 100.0 * (s1 - s0) / wall))
     }
 }
 

@@ -7,14 +7,15 @@ use thiserror::Error;
 /// Everything that can make a transfer or a receiver fail.
 #[derive(Debug, Error)]
 pub enum TransferError {
-    /// An I/O error with what was being done.
-    #[error("{what}: {source}")]
+    /// An I/O error with what was being done. The cause is part of the message and is
+    /// deliberately not exposed as `source()` too: error reporters that print the chain
+    /// (`anyhow`'s `{:#}`) would print it twice.
+    #[error("{what}: {cause}")]
     Io {
         /// What was being done (includes the path when there is one).
         what: String,
         /// The error.
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The receiver's identity could not be made or loaded.
     #[error("identity in {dir}: {message}")]
@@ -85,10 +86,25 @@ impl TransferError {
     pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
         TransferError::Io {
             what: what.into(),
-            source,
+            cause: source,
         }
     }
 }
 
 /// Shorthand for the engine's results.
 pub type Result<T, E = TransferError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_errors_say_their_cause_once() {
+        let e = TransferError::io("reading x", std::io::Error::from_raw_os_error(2));
+        assert_eq!(
+            e.to_string(),
+            "reading x: No such file or directory (os error 2)"
+        );
+        assert!(std::error::Error::source(&e).is_none());
+    }
+}

@@ -22,6 +22,7 @@ pub mod error;
 pub mod hystart_mib;
 pub mod identity;
 pub mod intervals;
+pub mod iperf_extra;
 pub mod names;
 pub mod protocol;
 pub mod qlog;

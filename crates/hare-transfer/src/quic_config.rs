@@ -21,8 +21,58 @@ pub const MIN_WINDOW: u64 = 64 << 10;
 pub const MIN_MTU: u16 = 1200;
 /// quinn's default MTU-discovery upper bound (1500 minus IPv6 and UDP headers).
 pub const DEFAULT_MTU_BOUND: u16 = 1452;
-/// Idle timeout of hare connections.
+/// Idle timeout of hare connections (the receiver's; a sender's shorter `--idle-timeout`
+/// wins, QUIC takes the smaller of the two ends' `max_idle_timeout`, RFC 9000 section 10.1).
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default `--idle-timeout` of the sender: a dead receiver or path ends the run this soon.
+pub const DEFAULT_SEND_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default `--keep-alive` of the sender: a PING this often keeps ACKs coming while no data
+/// flows (a file waiting for its verdict), so silence means the path or the peer is gone.
+pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(2);
+
+/// How soon a silent peer is given up (`--idle-timeout`) and how often a quiet connection
+/// is probed (`--keep-alive`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Liveness {
+    /// QUIC `max_idle_timeout` this end offers.
+    pub idle_timeout: Duration,
+    /// QUIC keep-alive (PING) interval.
+    pub keep_alive: Duration,
+}
+
+impl Default for Liveness {
+    fn default() -> Self {
+        Self {
+            idle_timeout: DEFAULT_SEND_IDLE_TIMEOUT,
+            keep_alive: DEFAULT_KEEP_ALIVE,
+        }
+    }
+}
+
+impl Liveness {
+    /// Check the settings: an idle timeout of 1 s to 1 h, a keep-alive shorter than it.
+    pub fn validate(&self) -> Result<()> {
+        let idle = self.idle_timeout.as_secs_f64();
+        if !(1.0..=3600.0).contains(&idle) {
+            return Err(TransferError::Usage(format!(
+                "--idle-timeout {idle}: must be 1 to 3600 seconds"
+            )));
+        }
+        let ka = self.keep_alive.as_secs_f64();
+        if !(ka >= 0.1 && ka < idle) {
+            return Err(TransferError::Usage(format!(
+                "--keep-alive {ka}: must be at least 0.1 s and below --idle-timeout ({idle} s)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Put these settings into `t`.
+    pub fn apply(&self, t: &mut TransportConfig) {
+        t.max_idle_timeout(self.idle_timeout.try_into().ok())
+            .keep_alive_interval(Some(self.keep_alive));
+    }
+}
 
 /// The flow-control and datagram settings of one end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,5 +210,19 @@ mod tests {
         assert!(l.validate().is_ok());
         assert_eq!(l.max_udp_payload(), 8952);
         assert!(l.endpoint_config().is_ok());
+    }
+
+    #[test]
+    fn liveness_is_checked() {
+        assert!(Liveness::default().validate().is_ok());
+        let s = Duration::from_secs;
+        let bad = [(s(0), s(0)), (s(5), s(5)), (s(5), s(0)), (s(4000), s(1))];
+        for (idle_timeout, keep_alive) in bad {
+            let l = Liveness {
+                idle_timeout,
+                keep_alive,
+            };
+            assert!(l.validate().is_err(), "{l:?}");
+        }
     }
 }

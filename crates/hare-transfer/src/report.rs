@@ -4,11 +4,14 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
+use std::time::SystemTime;
 
 use hare_report::{
     jsonl, nuttcp, Event, EventKind, Interval, Record, Role, Run, RunHeader, Summary,
 };
 use indicatif::MultiProgress;
+
+use crate::iperf_extra::IperfContext;
 
 use crate::error::{Result, TransferError};
 
@@ -98,6 +101,8 @@ pub struct RunLog {
     printer: Printer,
     jsonl: Option<BufWriter<File>>,
     json: Option<JsonTarget>,
+    iperf: IperfContext,
+    started: SystemTime,
 }
 
 impl RunLog {
@@ -119,6 +124,8 @@ impl RunLog {
             printer,
             jsonl,
             json: out.json.clone(),
+            iperf: IperfContext::default(),
+            started: SystemTime::now(),
         };
         let rec = Record::Header(log.run.header.clone());
         log.stream(&rec);
@@ -128,6 +135,12 @@ impl RunLog {
     /// The run so far.
     pub fn run(&self) -> &Run {
         &self.run
+    }
+
+    /// What the iperf3-shaped document says about the connection and the test beyond the
+    /// run's own records.
+    pub fn set_iperf(&mut self, cx: IperfContext) {
+        self.iperf = cx;
     }
 
     /// The printer.
@@ -172,8 +185,17 @@ impl RunLog {
         self.printer.line(&nuttcp::summary_line(&summary));
         self.stream(&Record::Summary(summary.clone()));
         self.run.summary = Some(summary);
-        let doc = hare_report::iperf::to_iperf_json(&self.run);
+        let mut doc = hare_report::iperf::to_iperf_json(&self.run);
+        crate::iperf_extra::extend(&mut doc, &self.run, &self.iperf, self.started);
         match &self.json {
+            // The sender's run is one document; a receiver serves many jobs, so it writes one
+            // compact document per line (JSON lines), never documents back to back.
+            Some(JsonTarget::Stdout) if self.run.header.role == Role::Receiver => {
+                let mut out = std::io::stdout().lock();
+                let _ = serde_json::to_writer(&mut out, &doc);
+                let _ = writeln!(out);
+                let _ = out.flush();
+            }
             Some(JsonTarget::Stdout) => {
                 let mut out = std::io::stdout().lock();
                 let _ = serde_json::to_writer_pretty(&mut out, &doc);

@@ -138,6 +138,7 @@ pub fn send_options(addr: SocketAddr, trust: Option<Trust>, job: SendJob) -> Sen
             ..OutputOptions::default()
         },
         tcp: None,
+        liveness: Default::default(),
     }
 }
 

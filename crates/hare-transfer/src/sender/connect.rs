@@ -65,6 +65,7 @@ pub(super) async fn connect(
             let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(crypto)
                 .map_err(|e| TransferError::Config(e.to_string()))?;
             let mut transport = transport_with(link, cc.factory(observer));
+            opts.liveness.apply(&mut transport);
             if let Some(dir) = &opts.qlog {
                 let mut q = ConnectionQlog::create(dir, "sender", format!("hare-send to {addr}"))?;
                 transport.qlog_stream(q.stream.take());
@@ -102,7 +103,8 @@ pub(super) async fn connect(
                             actual: actual.to_string(),
                         });
                     }
-                    return Err(TransferError::Connection(format!("{addr}: {e}")));
+                    let text = super::tls_text::tidy(&e.to_string());
+                    return Err(TransferError::Connection(format!("{addr}: {text}")));
                 }
                 Ok(Ok(c)) => c,
             };

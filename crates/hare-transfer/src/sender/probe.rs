@@ -4,10 +4,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use hare_cc::Observer;
 use hare_report::{CcEvent, Event, EventKind, ExitReason};
 use tokio::net::TcpStream;
 
-use super::opener::lock;
+use super::opener::{lock, Opener};
 use crate::hystart_mib::{cubic_beta, HystartMib};
 use crate::protocol::DataHeader;
 use crate::sampler::{QuicSampler, Sample};
@@ -91,6 +92,39 @@ pub(super) enum Probe {
 }
 
 impl Probe {
+    /// The probe of the connection `opener` runs on: quinn's statistics and hare-cc's
+    /// `observer` (whose controller was built at `cc_epoch`), or `TCP_INFO`. Run times count
+    /// from `t0`; quinn's built-in controllers (`quinn-*`) publish no kernel-model state.
+    pub(super) fn new(
+        opener: &Opener,
+        observer: &Observer,
+        cc_epoch: Instant,
+        t0: Instant,
+        controller: &str,
+    ) -> Self {
+        match opener {
+            Opener::Quic(c) => Probe::Quic(Box::new(QuicSampler::new(
+                c.clone(),
+                observer.clone(),
+                cc_epoch,
+                t0,
+                !controller.starts_with("quinn-"),
+            ))),
+            Opener::Tcp { sockets, .. } => Probe::Tcp {
+                sockets: sockets.clone(),
+                infos: Vec::new(),
+                mib0: HystartMib::read(),
+                last_retrans: 0,
+                last_segs: 0,
+                exit_seen: false,
+                max_cwnd: 0,
+                t0,
+                srtt_ms: 0.0,
+                min_rtt_ms: 0.0,
+            },
+        }
+    }
+
     pub(super) fn sample(&mut self) -> (Sample, Vec<Event>, Vec<CcEvent>) {
         match self {
             Probe::Quic(s) => s.sample(),

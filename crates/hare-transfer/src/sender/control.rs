@@ -1,0 +1,138 @@
+//! The control channel after the handshake: one task reads the receiver's messages and
+//! forwards what the run loop needs, one task is the only writer.
+
+use std::collections::HashMap;
+
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::channels::{ControlRead, ControlWrite};
+use crate::protocol::{read_frame, write_frame, ToReceiver, ToSender};
+
+/// A file's verdict: verified and renamed, or why not.
+pub(super) type Verdict = (bool, Option<String>);
+
+/// Messages from the control reader to the run loop.
+pub(super) enum Ctl {
+    /// The receiver's interval: index, start, end (its seconds), bytes.
+    Interval(u64, f64, f64, u64),
+    /// The receiver's final word.
+    Done(Done),
+    /// The channel ended or broke, with the reason.
+    Closed(String),
+}
+
+/// The receiver's `done`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Done {
+    /// Payload bytes it received.
+    pub(super) bytes: u64,
+    /// Its seconds from the welcome to the last byte.
+    pub(super) seconds: f64,
+    /// Its CPU use, percent of one core.
+    pub(super) cpu_pct: Option<f64>,
+}
+
+/// The `type` tag of a message, for error text (never its debug form).
+pub(super) fn message_type<T: serde::Serialize>(m: &T) -> String {
+    serde_json::to_value(m)
+        .ok()
+        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// One verdict channel per file index: the senders for the reader, the receivers for the
+/// file tasks.
+pub(super) fn verdict_channels(
+    files: usize,
+) -> (
+    HashMap<u32, oneshot::Sender<Verdict>>,
+    HashMap<u32, oneshot::Receiver<Verdict>>,
+) {
+    let mut txs = HashMap::new();
+    let mut rxs = HashMap::new();
+    for i in 0..files as u32 {
+        let (tx, rx) = oneshot::channel();
+        txs.insert(i, tx);
+        rxs.insert(i, rx);
+    }
+    (txs, rxs)
+}
+
+/// Read the receiver's messages until the channel ends: intervals and the final `done` go to
+/// `to_loop`, file verdicts to their file's task.
+pub(super) fn spawn_reader(
+    mut ctl_r: ControlRead,
+    to_loop: mpsc::Sender<Ctl>,
+    mut verdicts: HashMap<u32, oneshot::Sender<Verdict>>,
+) {
+    tokio::spawn(async move {
+        loop {
+            let msg = match read_frame::<_, ToSender>(&mut ctl_r).await {
+                Ok(Some(m)) => m,
+                Ok(None) => {
+                    let reason = "the receiver closed the control channel".into();
+                    let _ = to_loop.send(Ctl::Closed(reason)).await;
+                    return;
+                }
+                Err(e) => {
+                    let _ = to_loop.send(Ctl::Closed(e.to_string())).await;
+                    return;
+                }
+            };
+            let fwd = match msg {
+                ToSender::Interval {
+                    index,
+                    start_s,
+                    end_s,
+                    bytes,
+                } => Ctl::Interval(index, start_s, end_s, bytes),
+                // Only answers to requests this sender no longer makes.
+                ToSender::Progress { .. } => continue,
+                ToSender::FileResult { index, ok, reason } => {
+                    if let Some(tx) = verdicts.remove(&index) {
+                        let _ = tx.send((ok, reason));
+                    }
+                    continue;
+                }
+                ToSender::Done {
+                    bytes,
+                    seconds,
+                    cpu_pct,
+                } => Ctl::Done(Done {
+                    bytes,
+                    seconds,
+                    cpu_pct,
+                }),
+                other => Ctl::Closed(format!(
+                    "unexpected `{}` message from the receiver",
+                    message_type(&other)
+                )),
+            };
+            if to_loop.send(fwd).await.is_err() {
+                return;
+            }
+        }
+    });
+}
+
+/// The only writer of the control channel after the hello; when every sender of `from` is
+/// gone it ends the stream cleanly. A write error reaches the run loop as [`Ctl::Closed`].
+pub(super) fn spawn_writer(
+    mut ctl_w: ControlWrite,
+    mut from: mpsc::Receiver<ToReceiver>,
+    errors: mpsc::Sender<Ctl>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        while let Some(m) = from.recv().await {
+            if let Err(e) = write_frame(&mut ctl_w, &m).await {
+                let _ = errors
+                    .send(Ctl::Closed(format!("control channel: {e}")))
+                    .await;
+                return;
+            }
+        }
+        let _ = ctl_w.shutdown().await;
+    })
+}

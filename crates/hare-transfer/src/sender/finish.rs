@@ -1,0 +1,176 @@
+//! The end of a run: the last intervals, the summary, the close, and the file reports.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use hare_report::{Event, EventKind, Run, Summary};
+use quinn::VarInt;
+
+use crate::cpu::CpuClock;
+use crate::error::Result;
+use crate::protocol::{close, Job};
+use crate::sendfiles::Source;
+
+use super::opener::{lock, Opener};
+use super::recorder::Recorder;
+use super::run_loop::State;
+use super::writers::CHUNK;
+use super::FileReport;
+use crate::iperf_extra::IperfContext;
+
+/// Fold the last ticks into the final lines, note what a timed job discarded and print the
+/// summary. Returns the finished run.
+pub(super) fn summarise(
+    mut rec: Recorder,
+    st: &mut State,
+    job: &Job,
+    sources: &[Source],
+    t0: Instant,
+    cpu: &CpuClock,
+    written: &AtomicU64,
+) -> Result<(Run, Option<crate::qlog::ConnectionQlog>)> {
+    if let Some(m) = rec.log.printer().multi() {
+        let _ = m.clear();
+    }
+    let sample = rec.sample();
+    let end_s = t0.elapsed().as_secs_f64();
+    let total = st.done.map(|d| d.bytes).unwrap_or(st.lines.printed());
+    // Ticks without a receiver interval (the job ended first) fold into the last lines, so
+    // that the intervals' bytes and losses add up to the summary's.
+    for iv in st
+        .lines
+        .finish(sample, total, st.done.map(|d| d.seconds), end_s)
+    {
+        rec.log.interval(iv);
+    }
+    // Only a run that reached its time discarded anything on purpose; a failed one says why.
+    if let (
+        Job::Bulk {
+            seconds: Some(s), ..
+        },
+        None,
+    ) = (job, &st.failure)
+    {
+        let discarded = written.load(Ordering::Relaxed).saturating_sub(total);
+        if discarded > 0 {
+            rec.log.event(Event {
+                t_s: end_s,
+                kind: EventKind::Note {
+                    message: format!(
+                        "time is up at {s} s: {discarded} bytes ({:.4} MB) written but not delivered were discarded",
+                        discarded as f64 / hare_report::MIB
+                    ),
+                },
+            });
+        }
+    }
+    if let Some(e) = &st.failure {
+        rec.log.event(Event {
+            t_s: end_s,
+            kind: EventKind::Error {
+                message: e.to_string(),
+            },
+        });
+    }
+    let (sent, lost, srtt, min_rtt) = rec.probe.totals();
+    let files_failed = st.reports.iter().any(|r| !r.ok) || st.reports.len() < sources.len();
+    // A file job stopped by the user is incomplete; a bulk job stopped by the user is a
+    // normal end (nuttcp-style).
+    let stopped_files = st.interrupted && !sources.is_empty();
+    let completed = st.failure.is_none() && st.done.is_some() && !stopped_files && !files_failed;
+    let max_cwnd = rec.probe.max_cwnd();
+    let run = rec.log.finish(Summary {
+        bytes: total,
+        seconds: end_s,
+        sent_packets: sent,
+        lost_packets: lost,
+        srtt_ms: Some(srtt),
+        min_rtt_ms: Some(min_rtt),
+        cpu_sender_pct: cpu.percent(),
+        cpu_receiver_pct: st.done.and_then(|d| d.cpu_pct),
+        slow_start_exit: rec.first_exit,
+        max_cwnd_segments: Some(max_cwnd),
+        valid: true,
+        invalid_reasons: Vec::new(),
+        completed,
+    })?;
+    Ok((run, rec.qlog))
+}
+
+/// What the iperf3-shaped document needs beyond the run: addresses, the test asked for, and
+/// this process's CPU split into user and system time.
+pub(super) fn iperf_context(
+    opener: &Opener,
+    endpoint: Option<&quinn::Endpoint>,
+    remote: std::net::SocketAddr,
+    job: &Job,
+    streams: u16,
+    cpu: &CpuClock,
+) -> IperfContext {
+    let local = match (opener, endpoint) {
+        (Opener::Quic(c), Some(e)) => e.local_addr().ok().map(|mut a| {
+            if let Some(ip) = c.local_ip() {
+                a.set_ip(ip);
+            }
+            a
+        }),
+        _ => None,
+    };
+    let (duration_s, bytes) = match job {
+        Job::Bulk { bytes, seconds, .. } => (*seconds, *bytes),
+        Job::Files { files, .. } => (None, Some(files.iter().map(|f| f.size).sum())),
+    };
+    let split = cpu.split_percent();
+    IperfContext {
+        local,
+        remote: Some(remote),
+        num_streams: streams,
+        duration_s,
+        bytes,
+        blksize: CHUNK as u64,
+        cpu_user_pct: split.map(|s| s.0),
+        cpu_system_pct: split.map(|s| s.1),
+    }
+}
+
+/// Close the connection: code 0 (done) unless the user interrupted a file job.
+pub(super) fn close_connection(opener: &Opener, interrupted_files: bool) {
+    match opener {
+        Opener::Quic(c) => {
+            let code = if interrupted_files {
+                close::INTERRUPTED
+            } else {
+                close::DONE
+            };
+            c.close(VarInt::from_u32(code), b"");
+        }
+        Opener::Tcp { sockets, .. } => {
+            for s in lock(sockets).iter() {
+                let _ = socket2::SockRef::from(&**s).shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+}
+
+/// The per-file reports, with a failed entry for every file that got no verdict.
+pub(super) fn file_reports(
+    mut reports: Vec<FileReport>,
+    sources: &[Source],
+    interrupted: bool,
+) -> Vec<FileReport> {
+    for s in sources {
+        if !reports.iter().any(|r| r.name == s.entry.name) {
+            reports.push(FileReport {
+                name: s.entry.name.clone(),
+                ok: false,
+                reason: Some(if interrupted {
+                    "interrupted".into()
+                } else {
+                    "no verdict".into()
+                }),
+                resumed_from: 0,
+            });
+        }
+    }
+    reports
+}

@@ -1,0 +1,120 @@
+//! The job handshake: the hello, and the receiver's welcome or refusal.
+
+use std::time::Duration;
+
+use quinn::VarInt;
+
+use crate::channels::{ControlRead, ControlWrite};
+use crate::error::{Result, TransferError};
+use crate::protocol::{
+    close, read_frame, write_frame, FilePlan, Job, ToReceiver, ToSender, PROTOCOL_VERSION,
+};
+use crate::quic_config::Link;
+
+use super::control::message_type;
+use super::opener::Opener;
+use super::SendOptions;
+
+/// Time the receiver has to answer the Hello.
+const WELCOME_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What the receiver granted.
+pub(super) struct Welcome {
+    /// Connection window granted.
+    pub(super) granted: u64,
+    /// Per-file plans (resume offsets).
+    pub(super) plans: Vec<FilePlan>,
+}
+
+/// Send the hello and wait for the answer; a refusal closes the connection and is an error.
+/// Over TCP the session id of the welcome is stored in `opener` for the data connections.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn hello(
+    ctl_r: &mut ControlRead,
+    ctl_w: &mut ControlWrite,
+    opener: &mut Opener,
+    opts: &SendOptions,
+    link: &Link,
+    job: &Job,
+    controller: &str,
+) -> Result<Welcome> {
+    write_frame(
+        ctl_w,
+        &ToReceiver::Hello {
+            version: PROTOCOL_VERSION,
+            software: format!("hare-send {}", env!("CARGO_PKG_VERSION")),
+            token: opts.token.clone(),
+            job: job.clone(),
+            window: link.connection_window(),
+            controller: controller.to_owned(),
+            interval_s: Some(opts.interval.as_secs_f64()),
+        },
+    )
+    .await?;
+    let answer: ToSender = match tokio::time::timeout(WELCOME_TIMEOUT, read_frame(ctl_r)).await {
+        Ok(Ok(Some(m))) => m,
+        Ok(Ok(None)) => {
+            return Err(TransferError::Connection(
+                "the receiver closed the connection before answering".into(),
+            ))
+        }
+        Ok(Err(e)) => return Err(e),
+        Err(_) => {
+            return Err(TransferError::Connection(
+                "the receiver did not answer the job in time".into(),
+            ))
+        }
+    };
+    match answer {
+        ToSender::Welcome {
+            window,
+            files,
+            session,
+            ..
+        } => {
+            if let (Opener::Tcp { session: s, .. }, Some(hex)) = (&mut *opener, &session) {
+                *s = parse_session(hex)?;
+            }
+            Ok(Welcome {
+                granted: window,
+                plans: files,
+            })
+        }
+        ToSender::Refuse { reason } => {
+            if let Opener::Quic(c) = &*opener {
+                c.close(VarInt::from_u32(close::REFUSED), b"refused");
+            }
+            Err(TransferError::Refused(reason))
+        }
+        other => Err(TransferError::Protocol(format!(
+            "expected a welcome, got a `{}` message",
+            message_type(&other)
+        ))),
+    }
+}
+
+fn parse_session(hex: &str) -> Result<[u8; 12]> {
+    let mut out = [0u8; 12];
+    if hex.len() != 24 || !hex.is_ascii() {
+        return Err(TransferError::Protocol("bad TCP session id".into()));
+    }
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16)
+            .map_err(|_| TransferError::Protocol("bad TCP session id".into()))?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_parse() {
+        assert_eq!(
+            parse_session("000102030405060708090a0b").ok(),
+            Some([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
+        );
+        assert!(parse_session("00").is_err());
+    }
+}

@@ -1,0 +1,148 @@
+//! Planning a job: the options checked and turned into the job the hello will carry, before
+//! any packet is sent.
+
+use std::time::Duration;
+
+use crate::error::{Result, TransferError};
+use crate::protocol::{Job, MAX_STREAMS};
+use crate::quic_config::Link;
+use crate::sendfiles::{gather, Source};
+
+use super::{SendJob, SendOptions};
+
+/// Longest `-T`: one day, as iperf3's `-t` (its `MAX_TIME`), far beyond any benchmark and
+/// small enough that every deadline derived from it is representable.
+pub const MAX_SECONDS: f64 = 86_400.0;
+
+/// A checked job.
+pub(super) struct Plan {
+    /// Bulk streams, or files in flight at once.
+    pub(super) streams: u16,
+    /// `-w` and `--mtu` with `streams` filled in.
+    pub(super) link: Link,
+    /// The files to send, in job order (empty for bulk).
+    pub(super) sources: Vec<Source>,
+    /// What the hello asks for.
+    pub(super) job: Job,
+}
+
+/// Check `opts` and gather the files: every error here is the user's, found before connecting.
+pub(super) fn plan(opts: &SendOptions) -> Result<Plan> {
+    let streams = match &opts.job {
+        SendJob::Bulk { streams, .. } => *streams,
+        SendJob::Files { parallel, .. } => *parallel,
+    };
+    if streams == 0 || streams > MAX_STREAMS {
+        return Err(TransferError::Usage(format!(
+            "-P {streams}: must be 1 to {MAX_STREAMS}"
+        )));
+    }
+    let link = Link {
+        streams,
+        ..opts.link
+    };
+    link.validate()?;
+    opts.liveness.validate()?;
+    if opts.interval < Duration::from_millis(100) {
+        return Err(TransferError::Usage("-i must be at least 0.1 s".into()));
+    }
+    let (sources, job) = match &opts.job {
+        SendJob::Bulk {
+            bytes,
+            seconds,
+            streams,
+        } => (Vec::new(), bulk_job(*bytes, *seconds, *streams)?),
+        SendJob::Files {
+            paths,
+            resume,
+            force,
+            ..
+        } => {
+            let (sources, warnings) = gather(paths)?;
+            for w in warnings {
+                eprintln!("hare-send: warning: {w}");
+            }
+            if sources.is_empty() {
+                return Err(TransferError::Usage("no files to send".into()));
+            }
+            let files = sources.iter().map(|s| s.entry.clone()).collect();
+            let job = Job::Files {
+                files,
+                resume: *resume,
+                force: *force,
+            };
+            (sources, job)
+        }
+    };
+    Ok(Plan {
+        streams,
+        link,
+        sources,
+        job,
+    })
+}
+
+fn bulk_job(bytes: Option<u64>, seconds: Option<f64>, streams: u16) -> Result<Job> {
+    if bytes.is_some() == seconds.is_some() {
+        return Err(TransferError::Usage(
+            "give exactly one of -n SIZE or -T SECONDS".into(),
+        ));
+    }
+    if let Some(s) = seconds {
+        if !(s.is_finite() && s > 0.0 && s <= MAX_SECONDS) {
+            return Err(TransferError::Usage(format!(
+                "-T {}: must be more than 0 and at most {MAX_SECONDS} seconds",
+                short_number(s)
+            )));
+        }
+    }
+    Ok(Job::Bulk {
+        bytes,
+        seconds,
+        streams,
+    })
+}
+
+/// A number as a user would write it: `1e300`, not three hundred digits.
+pub(crate) fn short_number(v: f64) -> String {
+    if v.is_finite() && v.abs() >= 1e9 {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
+}
+
+/// The job in a few words, for the first line of the report.
+pub(super) fn describe(job: &Job) -> String {
+    match job {
+        Job::Bulk {
+            bytes: Some(b),
+            streams,
+            ..
+        } => format!("bulk {b} bytes over {streams} stream(s)"),
+        Job::Bulk {
+            seconds, streams, ..
+        } => format!("bulk {} s over {streams} stream(s)", seconds.unwrap_or(0.0)),
+        Job::Files { files, .. } => {
+            let total: u64 = files.iter().map(|f| f.size).sum();
+            format!("{} file(s), {total} bytes", files.len())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bulk_jobs_are_checked() {
+        assert!(bulk_job(Some(1), None, 1).is_ok());
+        assert!(bulk_job(None, Some(0.5), 1).is_ok());
+        assert!(bulk_job(None, Some(MAX_SECONDS), 1).is_ok());
+        for s in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e300, MAX_SECONDS + 1.0] {
+            assert!(bulk_job(None, Some(s), 1).is_err(), "-T {s}");
+        }
+        assert!(bulk_job(Some(1), Some(1.0), 1).is_err());
+        assert!(bulk_job(None, None, 1).is_err());
+    }
+}

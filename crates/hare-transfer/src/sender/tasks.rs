@@ -1,0 +1,156 @@
+//! The data tasks of a job: one writer per bulk stream, or one task per file (at most `-P`
+//! at a time).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::error::{Result, TransferError};
+use crate::protocol::{FilePlan, Job, ToReceiver};
+use crate::sendfiles::Source;
+
+use super::control::Verdict;
+use super::opener::Opener;
+use super::writers::{bulk_writer, file_task, BulkPlan, Pacer, CHUNK};
+use super::FileReport;
+
+/// What every data task shares.
+pub(super) struct DataShared {
+    /// Opens the data channels.
+    pub(super) opener: Opener,
+    /// Set to end the bulk writers (Ctrl-C).
+    pub(super) stop_flag: Arc<AtomicBool>,
+    /// Payload handed to the transport, all streams.
+    pub(super) written: Arc<AtomicU64>,
+    /// `-R` over all streams together.
+    pub(super) pacer: Option<Arc<Pacer>>,
+    /// The control writer (file digests).
+    pub(super) out_tx: mpsc::Sender<ToReceiver>,
+}
+
+/// A data task's result: a file's report, or `None` for a bulk stream.
+pub(super) type DataTasks = JoinSet<Result<Option<FileReport>>>;
+
+/// The `-R` pacer, shared by all streams; a rate of 0 is no limit.
+pub(super) fn pacer(rate: Option<u64>) -> Option<Arc<Pacer>> {
+    rate.filter(|&r| r > 0).map(|r| {
+        Arc::new(Pacer {
+            bits_per_s: r as f64,
+            start: Instant::now(),
+            sent: AtomicU64::new(0),
+        })
+    })
+}
+
+/// Start the bulk writers of a bulk job: `-n` split evenly (the first streams take the
+/// remainder), `-T` as a deadline from `t0`.
+pub(super) fn spawn_bulk(tasks: &mut DataTasks, job: &Job, shared: &DataShared, t0: Instant) {
+    let Job::Bulk {
+        bytes,
+        seconds,
+        streams,
+    } = job
+    else {
+        return;
+    };
+    let pattern = Bytes::from((0..CHUNK).map(|i| (i % 251) as u8).collect::<Vec<u8>>());
+    let deadline = seconds.map(|s| t0 + Duration::from_secs_f64(s));
+    let n = u64::from(*streams);
+    for i in 0..*streams {
+        let plan = BulkPlan {
+            index: u32::from(i),
+            quota: bytes.map(|b| b / n + u64::from(u64::from(i) < b % n)),
+            deadline,
+            written: shared.written.clone(),
+        };
+        let opener = shared.opener.clone();
+        let flag = shared.stop_flag.clone();
+        let (pacer, pattern) = (shared.pacer.clone(), pattern.clone());
+        tasks.spawn(async move {
+            bulk_writer(opener, plan, flag, pacer, pattern).await?;
+            Ok(None)
+        });
+    }
+}
+
+/// Start one task per file; `parallel` of them hold a permit to send at once.
+pub(super) fn spawn_files(
+    tasks: &mut DataTasks,
+    sources: &[Source],
+    plans: Vec<FilePlan>,
+    mut verdicts: HashMap<u32, oneshot::Receiver<Verdict>>,
+    parallel: u16,
+    shared: &DataShared,
+    multi: Option<&MultiProgress>,
+) -> Option<JoinHandle<()>> {
+    let gate = Arc::new(Semaphore::new(usize::from(parallel)));
+    // One bar for the whole job; each file reports into a hidden bar of its own.
+    let bars: Vec<ProgressBar> = sources
+        .iter()
+        .map(|s| ProgressBar::with_draw_target(Some(s.entry.size), ProgressDrawTarget::hidden()))
+        .collect();
+    let updater = multi.map(|m| spawn_overall_bar(m, sources, bars.clone()));
+    let plan_of: HashMap<u32, FilePlan> = plans.into_iter().map(|p| (p.index, p)).collect();
+    for (i, src) in sources.iter().enumerate() {
+        let i = i as u32;
+        let Some(result_rx) = verdicts.remove(&i) else {
+            continue;
+        };
+        let bar = multi.and(bars.get(i as usize).cloned());
+        let (opener, out_tx, gate, src, plan) = (
+            shared.opener.clone(),
+            shared.out_tx.clone(),
+            gate.clone(),
+            src.clone(),
+            plan_of.get(&i).cloned(),
+        );
+        let pacer = shared.pacer.clone();
+        tasks.spawn(async move {
+            let _permit = gate
+                .acquire_owned()
+                .await
+                .map_err(|_| TransferError::Interrupted)?;
+            Ok(Some(
+                file_task(opener, i, src, plan, out_tx, result_rx, pacer, bar).await,
+            ))
+        });
+    }
+    updater
+}
+
+/// How often the overall bar is redrawn: a few times a second reads well and costs the
+/// sender nothing measurable (the files' hidden bars are plain atomics).
+const BAR_TICK: Duration = Duration::from_millis(250);
+
+/// The overall bar (files done, bytes, rate, ETA), fed from the files' hidden bars until
+/// the caller aborts the returned task.
+fn spawn_overall_bar(
+    m: &MultiProgress,
+    sources: &[Source],
+    files: Vec<ProgressBar>,
+) -> JoinHandle<()> {
+    let total: u64 = sources.iter().map(|s| s.entry.size).sum();
+    let overall = m.add(ProgressBar::new(total));
+    overall.set_style(
+        ProgressStyle::with_template(
+            "{msg} {bar:30} {bytes:>10}/{total_bytes:10} {bytes_per_sec:>12} ETA {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let n = files.len();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(BAR_TICK);
+        loop {
+            tick.tick().await;
+            let done = files.iter().filter(|b| b.is_finished()).count();
+            overall.set_position(files.iter().map(ProgressBar::position).sum());
+            overall.set_message(format!("files {done}/{n}"));
+        }
+    })
+}
