@@ -39,6 +39,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Print this sender's certificate fingerprint (made on first use), for hare-recv --allow.
+    Id(IdentityArgs),
     /// Loopback benchmark: hare-send vs plain quinn (same windows, MTU, quinn Cubic) vs --tcp.
     Bench(BenchArgs),
     /// (benchmark internals) plain quinn receiver.
@@ -87,6 +89,8 @@ struct SendArgs {
     /// Trust receivers whose certificate chains to a CA in this PEM file (name checked).
     #[arg(long, value_name = "FILE")]
     ca: Option<PathBuf>,
+    #[command(flatten)]
+    identity: IdentityArgs,
     /// Token the receiver requires.
     #[arg(long, value_name = "TOKEN", env = "HARE_TOKEN", hide_env_values = true)]
     token: Option<String>,
@@ -120,6 +124,40 @@ struct SendArgs {
     /// More logging (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     verbose: u8,
+}
+
+/// The sender's own identity (its certificate authenticates it to receivers).
+#[derive(Args, Debug)]
+struct IdentityArgs {
+    /// State directory of this sender's certificate and key (default
+    /// $XDG_STATE_HOME/hare/sender); made on first use.
+    #[arg(long = "identity", value_name = "DIR", env = "HARE_SEND_IDENTITY")]
+    dir: Option<PathBuf>,
+}
+
+impl IdentityArgs {
+    /// Load (or on first use make) the identity, saying so when it was made.
+    fn load(&self) -> Result<hare_transfer::identity::Identity> {
+        let dir = match &self.dir {
+            Some(d) => d.clone(),
+            None => hare_transfer::identity::default_sender_dir()
+                .context("no home directory: give --identity DIR")?,
+        };
+        let id = hare_transfer::identity::load_or_create(&dir, &[])?;
+        if id.created {
+            eprintln!(
+                "hare-send: new sender identity created in {}",
+                dir.display()
+            );
+        }
+        Ok(id)
+    }
+}
+
+fn run_id(a: IdentityArgs) -> Result<ExitCode> {
+    let id = a.load()?;
+    println!("sha256:{}", id.fingerprint);
+    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Args, Debug)]
@@ -231,9 +269,15 @@ fn options(a: SendArgs) -> Result<SendOptions> {
         }
     });
     let progress = std::io::stdout().is_terminal() && json.is_none() && !a.quiet;
+    let identity = if a.tcp {
+        None
+    } else {
+        Some(std::sync::Arc::new(a.identity.load()?))
+    };
     Ok(SendOptions {
         server,
         trust,
+        identity,
         token: a.token,
         job,
         link: Link {
@@ -349,6 +393,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.command {
         Some(Command::Bench(b)) => run_bench(b),
+        Some(Command::Id(a)) => run_id(a),
         Some(Command::BenchPlainRecv(p)) => runtime().and_then(|rt| {
             rt.block_on(hare_transfer::bench::plain_recv(
                 p.mtu,

@@ -3,8 +3,10 @@
 
 use std::collections::HashMap;
 
+use crate::identity::Fingerprint;
 use crate::protocol::{FilePlan, Job, ToReceiver, MAX_STREAMS, PROTOCOL_VERSION};
 use crate::recvfile::{plan_file, FinalNames, Planned};
+use crate::senders::Authorisation;
 
 use super::RecvOptions;
 
@@ -21,9 +23,13 @@ pub(super) enum Accepted {
     },
 }
 
-/// The checks that come before anything else: a Hello, of this version, with the token.
-/// `Err` is the reason to refuse.
-pub(super) fn check_credentials(opts: &RecvOptions, hello: &ToReceiver) -> Result<(), String> {
+/// The checks that come before anything else: a Hello, of this version, from an authorised
+/// sender (an allowed certificate `peer` or the token). `Err` is the reason to refuse.
+pub(super) fn check_credentials(
+    opts: &RecvOptions,
+    peer: Option<Fingerprint>,
+    hello: &ToReceiver,
+) -> Result<(), String> {
     let ToReceiver::Hello { version, token, .. } = hello else {
         return Err("the first message must be a hello".into());
     };
@@ -32,16 +38,15 @@ pub(super) fn check_credentials(opts: &RecvOptions, hello: &ToReceiver) -> Resul
             "protocol version {version} not supported (this receiver speaks {PROTOCOL_VERSION})"
         ));
     }
-    if let Some(required) = &opts.token {
-        if !crate::trust::token_matches(required, token.as_deref()) {
-            return Err(if token.is_some() {
-                "wrong token".into()
-            } else {
-                "a token is required (--token or HARE_TOKEN)".into()
-            });
-        }
+    // Kernel TCP has no TLS, hence no sender certificate: there only the token counts.
+    Authorisation {
+        allow: match opts.tcp {
+            Some(_) => Vec::new(),
+            None => opts.allow.clone(),
+        },
+        token: opts.token.clone(),
     }
-    Ok(())
+    .check(peer, token.as_deref())
 }
 
 /// Check the job of a Hello that passed [`check_credentials`] against the limits and the

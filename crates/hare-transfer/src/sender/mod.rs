@@ -95,6 +95,9 @@ pub struct SendOptions {
     pub server: String,
     /// How to trust the receiver (required for QUIC).
     pub trust: Option<Trust>,
+    /// The sender's own certificate, presented to receivers that authorise senders by
+    /// fingerprint (mutual TLS; QUIC only).
+    pub identity: Option<Arc<crate::identity::Identity>>,
     /// Token for the receiver.
     pub token: Option<String>,
     /// The job.
