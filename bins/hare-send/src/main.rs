@@ -91,6 +91,8 @@ struct SendArgs {
     ca: Option<PathBuf>,
     #[command(flatten)]
     identity: IdentityArgs,
+    #[command(flatten)]
+    meta: MetaArgs,
     /// Token the receiver requires.
     #[arg(long, value_name = "TOKEN", env = "HARE_TOKEN", hide_env_values = true)]
     token: Option<String>,
@@ -124,6 +126,18 @@ struct SendArgs {
     /// More logging (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     verbose: u8,
+}
+
+/// File metadata that travels (rsync -a keeps permission bits and modification times).
+#[derive(Args, Debug)]
+struct MetaArgs {
+    /// Do not keep permission bits exactly: the receiver's umask narrows them (as rsync
+    /// without -p; never wider than the source either way).
+    #[arg(long)]
+    no_perms: bool,
+    /// Do not keep modification times (files get the time they are written).
+    #[arg(long)]
+    no_times: bool,
 }
 
 /// The sender's own identity (its certificate authenticates it to receivers).
@@ -278,6 +292,10 @@ fn options(a: SendArgs) -> Result<SendOptions> {
         server,
         trust,
         identity,
+        keep: hare_transfer::sendfiles::Keep {
+            perms: !a.meta.no_perms,
+            times: !a.meta.no_times,
+        },
         token: a.token,
         job,
         link: Link {

@@ -198,10 +198,7 @@ async fn attacker(relay: SocketAddr, fp: Fingerprint, stop: Arc<AtomicBool>) {
         .expect("handshake");
     let (mut s, _r) = conn.open_bi().await.expect("bi");
     let files = (0..STREAMS)
-        .map(|i| FileEntry {
-            name: format!("gapped-{i}"),
-            size: 1 << 30,
-        })
+        .map(|i| FileEntry::new(format!("gapped-{i}"), 1 << 30))
         .collect();
     let hello = ToReceiver::Hello {
         version: protocol::PROTOCOL_VERSION,

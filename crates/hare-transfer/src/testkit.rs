@@ -140,6 +140,7 @@ pub fn send_options(addr: SocketAddr, trust: Option<Trust>, job: SendJob) -> Sen
         trust,
         identity: Some(test_sender()),
         token: None,
+        keep: crate::sendfiles::Keep::default(),
         job,
         link: Link {
             window: DEFAULT_WINDOW,

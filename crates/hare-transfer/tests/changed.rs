@@ -79,3 +79,53 @@ fn a_file_rewritten_during_its_send_is_not_reported_done() {
     let s = outcome.run.summary.expect("summary");
     assert!(s.bytes >= 9 && s.bytes < (2 << 20) + 9, "{}", s.bytes);
 }
+
+#[test]
+fn an_unrepresentable_name_fails_that_file_only() {
+    use std::os::unix::ffi::OsStrExt;
+    let id = tempfile::tempdir().expect("tempdir");
+    let src = tempfile::tempdir().expect("tempdir");
+    let dst = tempfile::tempdir().expect("tempdir");
+    let t = src.path().join("t");
+    std::fs::create_dir(&t).expect("mkdir");
+    std::fs::write(t.join("good.txt"), b"good").expect("w");
+    std::fs::write(t.join(std::ffi::OsStr::from_bytes(b"caf\xe9")), b"latin-1").expect("w");
+    std::fs::write(t.join("a\\b"), b"backslash").expect("w");
+    let recv = BackgroundReceiver::start(recv_options(id.path().into(), Some(dst.path().into())))
+        .expect("receiver");
+    let job = SendJob::Files {
+        paths: vec![t],
+        resume: false,
+        force: false,
+        parallel: 2,
+    };
+    let outcome = runtime()
+        .block_on(send(
+            send_options(recv.addr, recv.trust(), job),
+            Stop::never(),
+        ))
+        .expect("the job runs");
+    let mut failed: Vec<(String, String)> = outcome
+        .failures()
+        .map(|f| (f.name.clone(), f.reason.clone().unwrap_or_default()))
+        .collect();
+    failed.sort();
+    assert_eq!(
+        failed,
+        vec![
+            (
+                "t/a\\b".to_owned(),
+                "name cannot be sent: forbidden character '\\\\'".to_owned()
+            ),
+            (
+                "t/caf\u{fffd}".to_owned(),
+                "name is not valid UTF-8; not sent".to_owned()
+            ),
+        ]
+    );
+    assert_eq!(
+        std::fs::read(dst.path().join("t/good.txt")).expect("r"),
+        b"good"
+    );
+    assert!(!outcome.run.summary.expect("summary").completed);
+}

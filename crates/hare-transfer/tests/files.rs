@@ -399,10 +399,7 @@ fn traversal_and_absolute_names_are_rejected() {
         "ok/./x",
         "c\\..\\d",
     ] {
-        let hello = hello_with(vec![FileEntry {
-            name: name.into(),
-            size: 1,
-        }]);
+        let hello = hello_with(vec![FileEntry::new(name, 1)]);
         let answer = rt().block_on(raw_hello(f.recv.addr, fp, &hello));
         assert!(
             matches!(&answer, ToSender::Refuse { reason } if reason.contains(name)),
@@ -424,10 +421,7 @@ fn receiver_survives_misbehaving_clients_and_bounds_jobs() {
     let f = fixture(None);
     let fp = f.recv.fingerprint.expect("quic");
     // Too large, too many streams, wrong version: refused with reasons.
-    let huge = hello_with(vec![FileEntry {
-        name: "huge".into(),
-        size: u64::MAX,
-    }]);
+    let huge = hello_with(vec![FileEntry::new("huge", u64::MAX)]);
     let a = rt().block_on(raw_hello(f.recv.addr, fp, &huge));
     assert!(
         matches!(&a, ToSender::Refuse { reason } if reason.contains("limit")),

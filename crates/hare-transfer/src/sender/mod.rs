@@ -100,6 +100,8 @@ pub struct SendOptions {
     pub identity: Option<Arc<crate::identity::Identity>>,
     /// Token for the receiver.
     pub token: Option<String>,
+    /// File metadata to keep (`--no-perms`, `--no-times`).
+    pub keep: crate::sendfiles::Keep,
     /// The job.
     pub job: SendJob,
     /// `-w` and `--mtu` (its `streams` is set from the job).
@@ -216,7 +218,7 @@ pub async fn send(opts: SendOptions, mut stop: Stop) -> Result<SendOutcome> {
         return Err(TransferError::Usage("-i must be at least 0.1 s".into()));
     }
     let printer = Printer::new(&opts.output);
-    let (sources, job) = match &opts.job {
+    let (sources, refused, job) = match &opts.job {
         SendJob::Bulk {
             bytes,
             seconds,
@@ -236,6 +238,7 @@ pub async fn send(opts: SendOptions, mut stop: Stop) -> Result<SendOutcome> {
             }
             (
                 Vec::new(),
+                Vec::new(),
                 Job::Bulk {
                     bytes: *bytes,
                     seconds: *seconds,
@@ -249,16 +252,22 @@ pub async fn send(opts: SendOptions, mut stop: Stop) -> Result<SendOutcome> {
             force,
             ..
         } => {
-            let (sources, warnings) = gather(paths)?;
+            let (sources, warnings, refused) = gather(paths, opts.keep)?;
             for w in warnings {
                 eprintln!("hare-send: warning: {w}");
             }
             if sources.is_empty() {
-                return Err(TransferError::Usage("no files to send".into()));
+                let why: Vec<String> = refused.iter().map(|(n, r)| format!("{n}: {r}")).collect();
+                return Err(TransferError::Usage(if why.is_empty() {
+                    "no files to send".into()
+                } else {
+                    format!("no file can be sent: {}", why.join("; "))
+                }));
             }
             let files = sources.iter().map(|s| s.entry.clone()).collect();
             (
                 sources,
+                refused,
                 Job::Files {
                     files,
                     resume: *resume,
@@ -771,7 +780,8 @@ pub async fn send(opts: SendOptions, mut stop: Stop) -> Result<SendOutcome> {
         });
     }
     let (sent, lost, srtt, min_rtt) = probe.totals();
-    let files_failed = reports.iter().any(|r| !r.ok) || reports.len() < sources.len();
+    let files_failed =
+        !refused.is_empty() || reports.iter().any(|r| !r.ok) || reports.len() < sources.len();
     // A file job stopped by the user is incomplete; a bulk job stopped by the user is a
     // normal end (nuttcp-style).
     let stopped_files = interrupted && !sources.is_empty();
@@ -840,6 +850,13 @@ pub async fn send(opts: SendOptions, mut stop: Stop) -> Result<SendOutcome> {
             });
         }
     }
+    // Files whose names cannot travel were left out of the job: failed, with the reason.
+    reports.extend(refused.into_iter().map(|(name, reason)| FileReport {
+        name,
+        ok: false,
+        reason: Some(reason),
+        resumed_from: 0,
+    }));
     Ok(SendOutcome {
         run,
         files: reports,

@@ -59,13 +59,7 @@ pub fn files_hello(files: &[(&str, u64)], force: bool, token: Option<&str>) -> T
         software: "hostile".into(),
         token: token.map(str::to_owned),
         job: Job::Files {
-            files: files
-                .iter()
-                .map(|(n, s)| FileEntry {
-                    name: (*n).into(),
-                    size: *s,
-                })
-                .collect(),
+            files: files.iter().map(|(n, s)| FileEntry::new(*n, *s)).collect(),
             resume: false,
             force,
         },
