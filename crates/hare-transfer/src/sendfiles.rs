@@ -1,8 +1,10 @@
 //! The sending side of file jobs: which files the command line names, under which names.
 //!
 //! `hare-send a.bin dir/ HOST` sends `a.bin` as `a.bin` and every regular file under `dir` as
-//! `dir/...` (like `scp -r`). Symbolic links and special files are skipped with a warning
-//! rather than followed; empty directories are not recreated.
+//! `dir/...` (like `scp -r`), with its permission bits and modification time ([`Keep`]).
+//! Symbolic links and special files are skipped with a warning rather than followed; empty
+//! directories are not recreated; files whose names cannot be represented on a receiver are
+//! left out and reported ([`gather`]).
 
 use std::path::{Path, PathBuf};
 
