@@ -138,6 +138,30 @@ impl AuthArgs {
     }
 }
 
+/// The line that says at start who may send.
+fn senders_line(o: &RecvOptions) -> String {
+    let certs = if o.tcp.is_some() { 0 } else { o.allow.len() };
+    let what = if o.dir.is_some() {
+        "files and bulk"
+    } else {
+        "bulk"
+    };
+    match (certs, o.token.is_some()) {
+        (0, false) if o.dir.is_some() => {
+            format!(
+            "hare-recv: warning: --open: anyone who can reach this port may write files into {}",
+            o.dir.as_deref().unwrap_or(std::path::Path::new("")).display()
+        )
+        }
+        (0, false) => format!("hare-recv: senders: anyone ({what})"),
+        (0, true) => format!("hare-recv: senders: those with the token ({what})"),
+        (n, false) => format!("hare-recv: senders: {n} allowed certificate(s) ({what})"),
+        (n, true) => {
+            format!("hare-recv: senders: {n} allowed certificate(s) or the token ({what})")
+        }
+    }
+}
+
 fn size(s: &str, what: &str) -> Result<u64> {
     Ok(hare_link::units::parse_size(s)
         .with_context(|| format!("{what} {s}"))?
@@ -227,6 +251,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         tcp,
     };
     let tcp_mode = opts.tcp.is_some();
+    let who = senders_line(&opts);
     // One current-thread runtime per process (PLATFORM-FACTS: faster on 2 cores).
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -255,6 +280,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             say(format!("hare-recv: certificate sha256 {fp}"));
         }
+        say(who);
         let (trigger, stop) = hare_transfer::stop_pair();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {

@@ -208,6 +208,7 @@ async fn attacker(relay: SocketAddr, fp: Fingerprint, stop: Arc<AtomicBool>) {
             files,
             resume: false,
             force: true,
+            dirs: Vec::new(),
         },
         window: 1 << 20,
         controller: "gapped".into(),

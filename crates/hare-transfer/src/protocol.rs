@@ -70,6 +70,9 @@ pub enum Job {
         resume: bool,
         /// Overwrite files that exist under the final name.
         force: bool,
+        /// Empty directories to create (relative names, checked like file names).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        dirs: Vec<String>,
     },
 }
 

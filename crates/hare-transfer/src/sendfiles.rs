@@ -62,6 +62,8 @@ struct Gathered {
     warnings: Vec<String>,
     /// Files that cannot travel under their name: (name as shown, reason).
     refused: Vec<(String, String)>,
+    /// Directories with nothing in them, by job name (created on the receiver, as rsync does).
+    empty_dirs: Vec<String>,
 }
 
 /// Files that cannot be sent under their name, each with the reason: `(name, reason)`.
@@ -71,7 +73,11 @@ pub type Refused = Vec<(String, String)>;
 /// files whose names cannot be represented on a receiver (non-UTF-8, a backslash or control
 /// character, a component over [`names::MAX_COMPONENT`] bytes...): those are left out of the
 /// job, which goes on without them, and reported as failed.
-pub fn gather(paths: &[PathBuf], keep: Keep) -> Result<(Vec<Source>, Vec<String>, Refused)> {
+/// Also returns the directories that hold nothing, by job name.
+pub fn gather(
+    paths: &[PathBuf],
+    keep: Keep,
+) -> Result<(Vec<Source>, Vec<String>, Refused, Vec<String>)> {
     let mut g = Gathered::default();
     for p in paths {
         let meta = std::fs::symlink_metadata(p)
@@ -101,7 +107,7 @@ pub fn gather(paths: &[PathBuf], keep: Keep) -> Result<(Vec<Source>, Vec<String>
             w[0]
         )));
     }
-    Ok((g.sources, g.warnings, g.refused))
+    Ok((g.sources, g.warnings, g.refused, g.empty_dirs))
 }
 
 /// The component `raw` under `parent` as UTF-8, or `None` after recording the refusal (a
@@ -147,6 +153,9 @@ fn walk(dir: &Path, name: &str, (depth, keep): (usize, Keep), g: &mut Gathered) 
         .collect::<std::io::Result<_>>()
         .map_err(|e| TransferError::io(format!("listing {}", dir.display()), e))?;
     entries.sort_by_key(|e| e.file_name());
+    if entries.is_empty() && names::check_name(name).is_ok() {
+        g.empty_dirs.push(name.to_owned());
+    }
     for e in entries {
         let path = e.path();
         let Some(child) = utf8_name(g, &e.file_name(), Some(name)) else {
@@ -199,8 +208,10 @@ mod tests {
         std::os::unix::fs::symlink("/etc/passwd", root.join("link")).expect("ln");
         let single = d.path().join("one");
         std::fs::write(&single, b"111").expect("w");
-        let (src, warn, refused) =
+        std::fs::create_dir_all(root.join("b/void")).expect("mkdir");
+        let (src, warn, refused, dirs) =
             gather(&[root.clone(), single], Keep::default()).expect("gather");
+        assert_eq!(dirs, vec!["tree/b/void".to_owned()]);
         assert!(refused.is_empty());
         let names: Vec<(&str, u64)> = src
             .iter()
@@ -228,7 +239,7 @@ mod tests {
             std::fs::write(root.join(std::ffi::OsStr::from_bytes(n)), b"x").expect("w");
         }
         std::fs::write(root.join("l".repeat(201)), b"x").expect("w");
-        let (src, _, refused) = gather(&[root], Keep::default()).expect("gather");
+        let (src, _, refused, _) = gather(&[root], Keep::default()).expect("gather");
         assert_eq!(src.len(), 1);
         assert_eq!(src[0].entry.name, "r/ok");
         let mut reasons: Vec<String> = refused.iter().map(|(_, r)| r.clone()).collect();

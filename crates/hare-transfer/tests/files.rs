@@ -381,6 +381,7 @@ fn hello_with(files: Vec<FileEntry>) -> ToReceiver {
             files,
             resume: false,
             force: true,
+            dirs: Vec::new(),
         },
         window: 1 << 20,
         controller: "test".into(),

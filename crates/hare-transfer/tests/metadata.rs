@@ -103,3 +103,27 @@ fn no_perms_and_no_times_only_narrow() {
         "the time of writing, not the source's"
     );
 }
+
+#[test]
+fn empty_directories_are_created() {
+    let src = tempfile::tempdir().expect("tempdir");
+    let dst = tempfile::tempdir().expect("tempdir");
+    let t = src.path().join("proj");
+    std::fs::create_dir_all(t.join("build/cache")).expect("mkdir");
+    std::fs::create_dir_all(t.join("logs")).expect("mkdir");
+    std::fs::write(t.join("README"), b"r").expect("w");
+    let out = send_tree(&t, dst.path(), Keep::default());
+    assert!(out.files.iter().all(|f| f.ok), "{:?}", out.files);
+    assert!(dst.path().join("proj/build/cache").is_dir());
+    assert!(dst.path().join("proj/logs").is_dir());
+    assert_eq!(
+        std::fs::read(dst.path().join("proj/README")).expect("r"),
+        b"r"
+    );
+    // A tree of nothing but empty directories is a job too.
+    let only = src.path().join("skeleton");
+    std::fs::create_dir_all(only.join("a/b")).expect("mkdir");
+    let out = send_tree(&only, dst.path(), Keep::default());
+    assert!(out.files.is_empty(), "{:?}", out.files);
+    assert!(dst.path().join("skeleton/a/b").is_dir());
+}

@@ -252,11 +252,11 @@ pub async fn send(opts: SendOptions, mut stop: Stop) -> Result<SendOutcome> {
             force,
             ..
         } => {
-            let (sources, warnings, refused) = gather(paths, opts.keep)?;
+            let (sources, warnings, refused, dirs) = gather(paths, opts.keep)?;
             for w in warnings {
                 eprintln!("hare-send: warning: {w}");
             }
-            if sources.is_empty() {
+            if sources.is_empty() && dirs.is_empty() {
                 let why: Vec<String> = refused.iter().map(|(n, r)| format!("{n}: {r}")).collect();
                 return Err(TransferError::Usage(if why.is_empty() {
                     "no files to send".into()
@@ -272,6 +272,7 @@ pub async fn send(opts: SendOptions, mut stop: Stop) -> Result<SendOutcome> {
                     files,
                     resume: *resume,
                     force: *force,
+                    dirs,
                 },
             )
         }

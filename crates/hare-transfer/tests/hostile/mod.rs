@@ -62,6 +62,7 @@ pub fn files_hello(files: &[(&str, u64)], force: bool, token: Option<&str>) -> T
             files: files.iter().map(|(n, s)| FileEntry::new(*n, *s)).collect(),
             resume: false,
             force,
+            dirs: Vec::new(),
         },
         window: 1 << 20,
         controller: "hostile".into(),
