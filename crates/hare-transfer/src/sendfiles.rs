@@ -55,15 +55,17 @@ fn entry(name: String, m: &std::fs::Metadata, keep: Keep) -> FileEntry {
     e
 }
 
-/// Files gathered for a job.
+/// What the command line names, ready for a job.
 #[derive(Debug, Default)]
-struct Gathered {
-    sources: Vec<Source>,
-    warnings: Vec<String>,
+pub struct Gathered {
+    /// The files to send.
+    pub sources: Vec<Source>,
+    /// Entries skipped (symbolic links, special files), for the user.
+    pub warnings: Vec<String>,
     /// Files that cannot travel under their name: (name as shown, reason).
-    refused: Vec<(String, String)>,
+    pub refused: Refused,
     /// Directories with nothing in them, by job name (created on the receiver, as rsync does).
-    empty_dirs: Vec<String>,
+    pub empty_dirs: Vec<String>,
 }
 
 /// Files that cannot be sent under their name, each with the reason: `(name, reason)`.
@@ -74,10 +76,7 @@ pub type Refused = Vec<(String, String)>;
 /// character, a component over [`names::MAX_COMPONENT`] bytes...): those are left out of the
 /// job, which goes on without them, and reported as failed.
 /// Also returns the directories that hold nothing, by job name.
-pub fn gather(
-    paths: &[PathBuf],
-    keep: Keep,
-) -> Result<(Vec<Source>, Vec<String>, Refused, Vec<String>)> {
+pub fn gather(paths: &[PathBuf], keep: Keep) -> Result<Gathered> {
     let mut g = Gathered::default();
     for p in paths {
         let meta = std::fs::symlink_metadata(p)
@@ -107,7 +106,7 @@ pub fn gather(
             w[0]
         )));
     }
-    Ok((g.sources, g.warnings, g.refused, g.empty_dirs))
+    Ok(g)
 }
 
 /// The component `raw` under `parent` as UTF-8, or `None` after recording the refusal (a
@@ -209,8 +208,8 @@ mod tests {
         let single = d.path().join("one");
         std::fs::write(&single, b"111").expect("w");
         std::fs::create_dir_all(root.join("b/void")).expect("mkdir");
-        let (src, warn, refused, dirs) =
-            gather(&[root.clone(), single], Keep::default()).expect("gather");
+        let g = gather(&[root.clone(), single], Keep::default()).expect("gather");
+        let (src, warn, refused, dirs) = (g.sources, g.warnings, g.refused, g.empty_dirs);
         assert_eq!(dirs, vec!["tree/b/void".to_owned()]);
         assert!(refused.is_empty());
         let names: Vec<(&str, u64)> = src
@@ -239,7 +238,8 @@ mod tests {
             std::fs::write(root.join(std::ffi::OsStr::from_bytes(n)), b"x").expect("w");
         }
         std::fs::write(root.join("l".repeat(201)), b"x").expect("w");
-        let (src, _, refused, _) = gather(&[root], Keep::default()).expect("gather");
+        let g = gather(&[root], Keep::default()).expect("gather");
+        let (src, refused) = (g.sources, g.refused);
         assert_eq!(src.len(), 1);
         assert_eq!(src[0].entry.name, "r/ok");
         let mut reasons: Vec<String> = refused.iter().map(|(_, r)| r.clone()).collect();

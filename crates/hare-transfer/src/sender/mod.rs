@@ -252,7 +252,12 @@ pub async fn send(opts: SendOptions, mut stop: Stop) -> Result<SendOutcome> {
             force,
             ..
         } => {
-            let (sources, warnings, refused, dirs) = gather(paths, opts.keep)?;
+            let crate::sendfiles::Gathered {
+                sources,
+                warnings,
+                refused,
+                empty_dirs: dirs,
+            } = gather(paths, opts.keep)?;
             for w in warnings {
                 eprintln!("hare-send: warning: {w}");
             }
