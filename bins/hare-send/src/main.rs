@@ -283,10 +283,16 @@ fn options(a: SendArgs) -> Result<SendOptions> {
         }
     });
     let progress = std::io::stdout().is_terminal() && json.is_none() && !a.quiet;
-    let identity = if a.tcp {
-        None
-    } else {
-        Some(std::sync::Arc::new(a.identity.load()?))
+    // Kernel TCP has no TLS to present a certificate in. A bulk run can do without one (open
+    // receivers), a file job cannot be authenticated without it or a token.
+    let identity = match (a.tcp, a.identity.load()) {
+        (true, _) => None,
+        (false, Ok(id)) => Some(std::sync::Arc::new(id)),
+        (false, Err(e)) if bulk => {
+            eprintln!("hare-send: warning: no sender certificate ({e:#}); receivers that authorise senders by certificate will refuse this run");
+            None
+        }
+        (false, Err(e)) => return Err(e),
     };
     Ok(SendOptions {
         server,
