@@ -37,9 +37,12 @@ struct Cli {
     /// Extra DNS name or IP for a newly made certificate (besides localhost); repeatable.
     #[arg(long = "name", value_name = "NAME")]
     names: Vec<String>,
-    /// Token every sender must present.
+    /// Token every sender must present (with --allow: senders without an allowed
+    /// certificate).
     #[arg(long, value_name = "TOKEN", env = "HARE_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    #[command(flatten)]
+    auth: AuthArgs,
     /// Receive files into this directory (without it, file jobs are refused).
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
@@ -89,6 +92,74 @@ struct Cli {
     /// More logging (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     verbose: u8,
+}
+
+/// Who may send: sender certificates by fingerprint, or nobody checked (`--open`).
+#[derive(clap::Args, Debug)]
+struct AuthArgs {
+    /// Let in the sender whose certificate has this SHA-256 fingerprint (`hare-send id`
+    /// prints it); repeatable.
+    #[arg(long = "allow", value_name = "SHA256")]
+    allow: Vec<String>,
+    /// Allow-list file: one fingerprint per line, then an optional comment; `#` lines are
+    /// ignored (default: allowed-senders in the identity directory, if it exists).
+    #[arg(long, value_name = "FILE")]
+    allow_file: Option<PathBuf>,
+    /// Accept files from anyone who can reach the port (without --allow or --token a
+    /// receiver with --dir refuses to start); every such job is logged with a warning.
+    #[arg(long)]
+    open: bool,
+}
+
+impl AuthArgs {
+    /// The allowed fingerprints: `--allow` values and the allow-list file.
+    fn fingerprints(
+        &self,
+        identity_dir: &std::path::Path,
+    ) -> Result<Vec<hare_transfer::identity::Fingerprint>> {
+        let mut out = Vec::new();
+        for a in &self.allow {
+            out.push(a.parse().with_context(|| format!("--allow {a}"))?);
+        }
+        let file = match &self.allow_file {
+            Some(f) => Some(f.clone()),
+            None => Some(hare_transfer::senders::default_allow_file(identity_dir)),
+        };
+        if let Some(f) = file {
+            match hare_transfer::senders::load_allow_file(&f)? {
+                Some(list) => out.extend(list),
+                None if self.allow_file.is_some() => {
+                    anyhow::bail!("--allow-file {}: no such file", f.display())
+                }
+                None => {}
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The line that says at start who may send.
+fn senders_line(o: &RecvOptions) -> String {
+    let certs = if o.tcp.is_some() { 0 } else { o.allow.len() };
+    let what = if o.dir.is_some() {
+        "files and bulk"
+    } else {
+        "bulk"
+    };
+    match (certs, o.token.is_some()) {
+        (0, false) if o.dir.is_some() => {
+            format!(
+            "hare-recv: warning: --open: anyone who can reach this port may write files into {}",
+            o.dir.as_deref().unwrap_or(std::path::Path::new("")).display()
+        )
+        }
+        (0, false) => format!("hare-recv: senders: anyone ({what})"),
+        (0, true) => format!("hare-recv: senders: those with the token ({what})"),
+        (n, false) => format!("hare-recv: senders: {n} allowed certificate(s) ({what})"),
+        (n, true) => {
+            format!("hare-recv: senders: {n} allowed certificate(s) or the token ({what})")
+        }
+    }
 }
 
 fn size(s: &str, what: &str) -> Result<u64> {
@@ -142,8 +213,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
         (Some(s), false) => QuicCc::parse(s)?,
         _ => QuicCc::default(),
     };
+    let allow = cli.auth.fingerprints(&identity_dir)?;
     let opts = RecvOptions {
         listen: cli.listen,
+        allow,
+        open: cli.auth.open,
         identity_dir: identity_dir.clone(),
         names: cli.names,
         token: cli.token,
@@ -177,6 +251,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         tcp,
     };
     let tcp_mode = opts.tcp.is_some();
+    let who = senders_line(&opts);
     // One current-thread runtime per process (docs/PLATFORM.md: faster on 2 cores).
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -205,6 +280,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             say(format!("hare-recv: certificate sha256 {fp}"));
         }
+        say(who);
         let (trigger, stop) = hare_transfer::stop_pair();
         // Ctrl-C, SIGTERM and SIGHUP all shut the receiver down the same way.
         use tokio::signal::unix::{signal, SignalKind};

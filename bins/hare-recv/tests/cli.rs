@@ -89,6 +89,13 @@ fn wait_exit(r: &mut Recv) -> Option<i32> {
     None
 }
 
+/// The fingerprint of the in-process test sender, for `--allow`.
+fn allowed() -> String {
+    hare_transfer::testkit::test_sender()
+        .fingerprint
+        .to_string()
+}
+
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -108,6 +115,8 @@ fn first_start_makes_a_private_identity_and_one_shot_serves_files() {
             id,
             "--dir",
             dst.path().to_str().expect("utf8"),
+            "--allow",
+            &allowed(),
             "--one-shot",
             "-q",
         ],
@@ -188,6 +197,8 @@ fn a_newline_in_a_refused_name_cannot_forge_a_log_line() {
             state.path().join("id").to_str().expect("utf8"),
             "--dir",
             dst.path().to_str().expect("utf8"),
+            "--allow",
+            &allowed(),
         ],
         &[],
     );

@@ -43,6 +43,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Print this sender's certificate fingerprint (made on first use), for hare-recv --allow.
+    Id(IdentityArgs),
     /// Loopback benchmark: hare-send vs plain quinn (same windows, MTU, quinn Cubic) vs --tcp.
     Bench(BenchArgs),
     /// (benchmark internals) plain quinn receiver.
@@ -91,6 +93,10 @@ struct SendArgs {
     /// Trust receivers whose certificate chains to a CA in this PEM file (name checked).
     #[arg(long, value_name = "FILE")]
     ca: Option<PathBuf>,
+    #[command(flatten)]
+    identity: IdentityArgs,
+    #[command(flatten)]
+    meta: MetaArgs,
     /// Token the receiver requires.
     #[arg(long, value_name = "TOKEN", env = "HARE_TOKEN", hide_env_values = true)]
     token: Option<String>,
@@ -133,6 +139,52 @@ struct SendArgs {
     /// More logging (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     verbose: u8,
+}
+
+/// File metadata that travels (rsync -a keeps permission bits and modification times).
+#[derive(Args, Debug)]
+struct MetaArgs {
+    /// Do not keep permission bits exactly: the receiver's umask narrows them (as rsync
+    /// without -p; never wider than the source either way).
+    #[arg(long)]
+    no_perms: bool,
+    /// Do not keep modification times (files get the time they are written).
+    #[arg(long)]
+    no_times: bool,
+}
+
+/// The sender's own identity (its certificate authenticates it to receivers).
+#[derive(Args, Debug)]
+struct IdentityArgs {
+    /// State directory of this sender's certificate and key (default
+    /// $XDG_STATE_HOME/hare/sender); made on first use.
+    #[arg(long = "identity", value_name = "DIR", env = "HARE_SEND_IDENTITY")]
+    dir: Option<PathBuf>,
+}
+
+impl IdentityArgs {
+    /// Load (or on first use make) the identity, saying so when it was made.
+    fn load(&self) -> Result<hare_transfer::identity::Identity> {
+        let dir = match &self.dir {
+            Some(d) => d.clone(),
+            None => hare_transfer::identity::default_sender_dir()
+                .context("no home directory: give --identity DIR")?,
+        };
+        let id = hare_transfer::identity::load_or_create(&dir, &[])?;
+        if id.created {
+            eprintln!(
+                "hare-send: new sender identity created in {}",
+                dir.display()
+            );
+        }
+        Ok(id)
+    }
+}
+
+fn run_id(a: IdentityArgs) -> Result<ExitCode> {
+    let id = a.load()?;
+    println!("sha256:{}", id.fingerprint);
+    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Args, Debug)]
@@ -289,9 +341,25 @@ fn options(a: SendArgs) -> Result<SendOptions> {
         }
     });
     let progress = std::io::stdout().is_terminal() && json.is_none() && !a.quiet;
+    // Kernel TCP has no TLS to present a certificate in. A bulk run can do without one (open
+    // receivers), a file job cannot be authenticated without it or a token.
+    let identity = match (a.tcp, a.identity.load()) {
+        (true, _) => None,
+        (false, Ok(id)) => Some(std::sync::Arc::new(id)),
+        (false, Err(e)) if bulk => {
+            eprintln!("hare-send: warning: no sender certificate ({e:#}); receivers that authorise senders by certificate will refuse this run");
+            None
+        }
+        (false, Err(e)) => return Err(e),
+    };
     Ok(SendOptions {
         server,
         trust,
+        identity,
+        keep: hare_transfer::sendfiles::Keep {
+            perms: !a.meta.no_perms,
+            times: !a.meta.no_times,
+        },
         token: a.token,
         job,
         link: Link {
@@ -448,6 +516,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.command {
         Some(Command::Bench(b)) => run_bench(b),
+        Some(Command::Id(a)) => run_id(a),
         Some(Command::BenchPlainRecv(p)) => runtime().and_then(|rt| {
             rt.block_on(hare_transfer::bench::plain_recv(
                 p.mtu,

@@ -2,7 +2,10 @@
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+use hare_transfer::identity::Fingerprint;
 
 use hare_transfer::testkit::{in_progress, recv_options, BackgroundReceiver};
 
@@ -10,6 +13,7 @@ fn hare_send() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_hare-send"));
     c.env_remove("HARE_PIN")
         .env_remove("HARE_TOKEN")
+        .env("HARE_SEND_IDENTITY", &sender_identity().0)
         .stdin(Stdio::null());
     c
 }
@@ -38,10 +42,22 @@ fn run(cmd: &mut Command) -> Output {
     wait_bounded(child, Duration::from_secs(60))
 }
 
+/// The identity directory the hare-send binary uses in these tests (kept in the target
+/// directory and made once), and its fingerprint.
+fn sender_identity() -> &'static (std::path::PathBuf, Fingerprint) {
+    static ID: OnceLock<(std::path::PathBuf, Fingerprint)> = OnceLock::new();
+    ID.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hare-send-identity");
+        let id = hare_transfer::identity::load_or_create(&dir, &[]).expect("sender identity");
+        (dir, id.fingerprint)
+    })
+}
+
 fn receiver(dir: Option<&Path>) -> (tempfile::TempDir, BackgroundReceiver) {
     let id = tempfile::tempdir().expect("tempdir");
-    let r = BackgroundReceiver::start(recv_options(id.path().into(), dir.map(Into::into)))
-        .expect("receiver");
+    let mut o = recv_options(id.path().into(), dir.map(Into::into));
+    o.allow = vec![sender_identity().1];
+    let r = BackgroundReceiver::start(o).expect("receiver");
     (id, r)
 }
 

@@ -180,7 +180,11 @@ async fn spawn_relay(
 
 /// One file job of `STREAMS` large files, written one byte per millisecond per stream.
 async fn attacker(relay: SocketAddr, fp: Fingerprint, stop: Arc<AtomicBool>) {
-    let (crypto, _) = hare_transfer::trust::client_crypto(&Trust::Pin(fp)).expect("crypto");
+    let (crypto, _) = hare_transfer::trust::client_crypto_as(
+        &Trust::Pin(fp),
+        Some(&hare_transfer::testkit::test_sender()),
+    )
+    .expect("crypto");
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(crypto).expect("crypto");
     let ep = quinn::Endpoint::client("127.0.0.1:0".parse().expect("addr")).expect("endpoint");
     let conn = ep
@@ -194,10 +198,7 @@ async fn attacker(relay: SocketAddr, fp: Fingerprint, stop: Arc<AtomicBool>) {
         .expect("handshake");
     let (mut s, _r) = conn.open_bi().await.expect("bi");
     let files = (0..STREAMS)
-        .map(|i| FileEntry {
-            name: format!("gapped-{i}"),
-            size: 1 << 30,
-        })
+        .map(|i| FileEntry::new(format!("gapped-{i}"), 1 << 30))
         .collect();
     let hello = ToReceiver::Hello {
         version: protocol::PROTOCOL_VERSION,
@@ -207,6 +208,7 @@ async fn attacker(relay: SocketAddr, fp: Fingerprint, stop: Arc<AtomicBool>) {
             files,
             resume: false,
             force: true,
+            dirs: Vec::new(),
         },
         window: 1 << 20,
         controller: "gapped".into(),

@@ -1,5 +1,7 @@
 //! The receiver's identity: a self-signed certificate and key made with rcgen on first start
-//! and kept in a state directory, and SHA-256 fingerprints to pin it.
+//! and kept in a state directory, and SHA-256 fingerprints to pin it. A sender has an
+//! identity of the same kind (its own directory, [`default_sender_dir`]), which it presents
+//! to receivers that authorise senders by fingerprint.
 //!
 //! Files: `DIR/cert.pem` (the certificate chain, end entity first) and `DIR/key.pem` (PKCS#8,
 //! created with mode 0600). A user can put a CA-issued pair there instead; the receiver uses
@@ -35,6 +37,32 @@ pub fn default_dir() -> Option<PathBuf> {
     dirs::state_dir()
         .or_else(|| dirs::home_dir().map(|h| h.join(".local/state")))
         .map(|d| d.join("hare"))
+}
+
+/// The default state directory of a sender's own identity: `$XDG_STATE_HOME/hare/sender`
+/// (a receiver on the same host keeps its pair one level up, so the two never mix).
+pub fn default_sender_dir() -> Option<PathBuf> {
+    default_dir().map(|d| d.join("sender"))
+}
+
+/// A fresh self-signed identity for `localhost` (+ `names`) held in memory only (tests and
+/// embedders that keep no state).
+pub fn ephemeral(names: &[String]) -> Result<Identity> {
+    let mut sans = vec!["localhost".to_owned()];
+    sans.extend(names.iter().filter(|n| *n != "localhost").cloned());
+    let ck = rcgen::generate_simple_self_signed(sans).map_err(|e| TransferError::Identity {
+        dir: PathBuf::new(),
+        message: format!("cannot generate a certificate: {e}"),
+    })?;
+    let der = ck.cert.der().clone();
+    let fingerprint = Fingerprint::of(der.as_ref());
+    Ok(Identity {
+        chain: vec![der],
+        key: PrivateKeyDer::Pkcs8(ck.key_pair.serialize_der().into()),
+        fingerprint,
+        created: true,
+        cert_path: PathBuf::new(),
+    })
 }
 
 /// A SHA-256 certificate fingerprint.

@@ -6,7 +6,8 @@
 //!   and directory trees, each file on its own stream, read unordered and written at its
 //!   offsets, verified with BLAKE3 and renamed only once verified ([`recvfile`]).
 //! - Trust: the receiver's self-signed identity ([`identity`]) pinned by SHA-256 fingerprint,
-//!   or a CA ([`trust`]); an optional token.
+//!   or a CA ([`trust`]); senders authenticated by their own certificate (mutual TLS) against
+//!   an allow list, and/or a token ([`senders`]).
 //! - Reports: nuttcp interval lines, hare-report JSON lines, iperf3-shaped JSON ([`report`]),
 //!   with the controller's own decisions from hare-cc's observer ([`sampler`]); qlog per
 //!   connection ([`qlog`]).
@@ -32,6 +33,7 @@ pub mod recvfile;
 pub mod report;
 pub mod sampler;
 pub mod sender;
+pub mod senders;
 pub mod sendfiles;
 pub mod socket;
 pub mod space;

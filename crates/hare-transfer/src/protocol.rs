@@ -70,6 +70,9 @@ pub enum Job {
         resume: bool,
         /// Overwrite files that exist under the final name.
         force: bool,
+        /// Empty directories to create (relative names, checked like file names).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        dirs: Vec<String>,
     },
 }
 
@@ -80,6 +83,31 @@ pub struct FileEntry {
     pub name: String,
     /// Size in bytes.
     pub size: u64,
+    /// Permission bits of the source (`st_mode & 0o777`; set-user-ID, set-group-ID and sticky
+    /// bits are never sent nor applied). Absent: the receiver's default for a new file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<u32>,
+    /// Apply the receiver's umask to `mode` (`--no-perms`, like rsync without `-p`), instead of
+    /// keeping it exactly (rsync `-p`/`-a`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub apply_umask: bool,
+    /// Modification time of the source, nanoseconds since the Unix epoch (absent with
+    /// `--no-times`: the file gets the time it is written).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtime_ns: Option<i64>,
+}
+
+impl FileEntry {
+    /// A file of `size` bytes named `name`, without metadata.
+    pub fn new(name: impl Into<String>, size: u64) -> Self {
+        Self {
+            name: name.into(),
+            size,
+            mode: None,
+            apply_umask: false,
+            mtime_ns: None,
+        }
+    }
 }
 
 /// Messages from the sender to the receiver on the control channel.

@@ -1,8 +1,10 @@
 //! The sending side of file jobs: which files the command line names, under which names.
 //!
 //! `hare-send a.bin dir/ HOST` sends `a.bin` as `a.bin` and every regular file under `dir` as
-//! `dir/...` (like `scp -r`). Symbolic links and special files are skipped with a warning
-//! rather than followed; empty directories are not recreated.
+//! `dir/...` (like `scp -r`), with its permission bits and modification time ([`Keep`]).
+//! Symbolic links and special files are skipped with a warning rather than followed; empty
+//! directories are not recreated; files whose names cannot be represented on a receiver are
+//! left out and reported ([`gather`]).
 
 use std::path::{Path, PathBuf};
 
@@ -19,29 +21,84 @@ pub struct Source {
     pub entry: FileEntry,
 }
 
-/// Collect the files named by `paths`; also returns warnings about skipped entries.
-pub fn gather(paths: &[PathBuf]) -> Result<(Vec<Source>, Vec<String>)> {
-    let mut out = Vec::new();
-    let mut warnings = Vec::new();
+/// Which metadata travels with each file (rsync `-a` keeps both; `--no-perms`, `--no-times`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keep {
+    /// Permission bits kept exactly (else the receiver's umask narrows them).
+    pub perms: bool,
+    /// Modification time kept.
+    pub times: bool,
+}
+
+impl Default for Keep {
+    fn default() -> Self {
+        Self {
+            perms: true,
+            times: true,
+        }
+    }
+}
+
+/// The manifest entry of a file with metadata `m`, as `keep` says.
+fn entry(name: String, m: &std::fs::Metadata, keep: Keep) -> FileEntry {
+    use std::os::unix::fs::MetadataExt;
+    let mut e = FileEntry::new(name, m.len());
+    e.mode = Some(m.mode() & 0o777);
+    e.apply_umask = !keep.perms;
+    if keep.times {
+        e.mtime_ns = Some(
+            m.mtime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(m.mtime_nsec()),
+        );
+    }
+    e
+}
+
+/// What the command line names, ready for a job.
+#[derive(Debug, Default)]
+pub struct Gathered {
+    /// The files to send.
+    pub sources: Vec<Source>,
+    /// Entries skipped (symbolic links, special files), for the user.
+    pub warnings: Vec<String>,
+    /// Files that cannot travel under their name: (name as shown, reason).
+    pub refused: Refused,
+    /// Directories with nothing in them, by job name (created on the receiver, as rsync does).
+    pub empty_dirs: Vec<String>,
+}
+
+/// Files that cannot be sent under their name, each with the reason: `(name, reason)`.
+pub type Refused = Vec<(String, String)>;
+
+/// Collect the files named by `paths`; also returns warnings about skipped entries and the
+/// files whose names cannot be represented on a receiver (non-UTF-8, a backslash or control
+/// character, a component over [`names::MAX_COMPONENT`] bytes...): those are left out of the
+/// job, which goes on without them, and reported as failed.
+/// Also returns the directories that hold nothing, by job name.
+pub fn gather(paths: &[PathBuf], keep: Keep) -> Result<Gathered> {
+    let mut g = Gathered::default();
     for p in paths {
         let meta = std::fs::symlink_metadata(p)
             .map_err(|e| TransferError::io(format!("reading {}", p.display()), e))?;
-        let base = p
+        let raw = p
             .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
             .ok_or_else(|| TransferError::Usage(format!("{}: has no file name", p.display())))?;
+        let Some(base) = utf8_name(&mut g, raw, None) else {
+            continue;
+        };
         if meta.is_file() {
-            push(&mut out, p.clone(), base, meta.len())?;
+            push(&mut g, p.clone(), entry(base, &meta, keep))?;
         } else if meta.is_dir() {
-            walk(p, &base, 0, &mut out, &mut warnings)?;
+            walk(p, &base, (0, keep), &mut g)?;
         } else {
-            warnings.push(format!(
+            g.warnings.push(format!(
                 "skipping {}: not a regular file or directory",
                 p.display()
             ));
         }
     }
-    let mut names: Vec<&str> = out.iter().map(|s| s.entry.name.as_str()).collect();
+    let mut names: Vec<&str> = g.sources.iter().map(|s| s.entry.name.as_str()).collect();
     names.sort_unstable();
     if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
         return Err(TransferError::Usage(format!(
@@ -49,32 +106,41 @@ pub fn gather(paths: &[PathBuf]) -> Result<(Vec<Source>, Vec<String>)> {
             w[0]
         )));
     }
-    Ok((out, warnings))
+    Ok(g)
 }
 
-fn push(out: &mut Vec<Source>, path: PathBuf, name: String, size: u64) -> Result<()> {
-    names::check_name(&name).map_err(|r| {
-        TransferError::Usage(format!("{}: cannot send as `{name}`: {r}", path.display()))
-    })?;
-    if out.len() >= MAX_FILES {
+/// The component `raw` under `parent` as UTF-8, or `None` after recording the refusal (a
+/// receiver could only store a replacement character, which is not the file's name).
+fn utf8_name(g: &mut Gathered, raw: &std::ffi::OsStr, parent: Option<&str>) -> Option<String> {
+    match (raw.to_str(), parent) {
+        (Some(n), None) => Some(n.to_owned()),
+        (Some(n), Some(p)) => Some(format!("{p}/{n}")),
+        (None, _) => {
+            let shown = raw.to_string_lossy();
+            let name = parent.map_or(shown.to_string(), |p| format!("{p}/{shown}"));
+            g.refused
+                .push((name, "name is not valid UTF-8; not sent".into()));
+            None
+        }
+    }
+}
+
+fn push(g: &mut Gathered, path: PathBuf, entry: FileEntry) -> Result<()> {
+    if let Err(r) = names::check_name(&entry.name) {
+        g.refused
+            .push((entry.name, format!("name cannot be sent: {r}")));
+        return Ok(());
+    }
+    if g.sources.len() >= MAX_FILES {
         return Err(TransferError::Usage(format!(
             "more than {MAX_FILES} files in one job"
         )));
     }
-    out.push(Source {
-        path,
-        entry: FileEntry { name, size },
-    });
+    g.sources.push(Source { path, entry });
     Ok(())
 }
 
-fn walk(
-    dir: &Path,
-    name: &str,
-    depth: usize,
-    out: &mut Vec<Source>,
-    warnings: &mut Vec<String>,
-) -> Result<()> {
+fn walk(dir: &Path, name: &str, (depth, keep): (usize, Keep), g: &mut Gathered) -> Result<()> {
     if depth >= names::MAX_DEPTH {
         return Err(TransferError::Usage(format!(
             "{}: nested too deep",
@@ -86,22 +152,26 @@ fn walk(
         .collect::<std::io::Result<_>>()
         .map_err(|e| TransferError::io(format!("listing {}", dir.display()), e))?;
     entries.sort_by_key(|e| e.file_name());
+    if entries.is_empty() && names::check_name(name).is_ok() {
+        g.empty_dirs.push(name.to_owned());
+    }
     for e in entries {
         let path = e.path();
-        let child = format!("{name}/{}", e.file_name().to_string_lossy());
+        let Some(child) = utf8_name(g, &e.file_name(), Some(name)) else {
+            continue;
+        };
         let ft = e
             .file_type()
             .map_err(|err| TransferError::io(format!("reading {}", path.display()), err))?;
         if ft.is_file() {
-            let len = e
+            let m = e
                 .metadata()
-                .map_err(|err| TransferError::io(format!("reading {}", path.display()), err))?
-                .len();
-            push(out, path, child, len)?;
+                .map_err(|err| TransferError::io(format!("reading {}", path.display()), err))?;
+            push(g, path, entry(child, &m, keep))?;
         } else if ft.is_dir() {
-            walk(&path, &child, depth + 1, out, warnings)?;
+            walk(&path, &child, (depth + 1, keep), g)?;
         } else {
-            warnings.push(format!(
+            g.warnings.push(format!(
                 "skipping {}: symbolic link or special file",
                 path.display()
             ));
@@ -137,7 +207,11 @@ mod tests {
         std::os::unix::fs::symlink("/etc/passwd", root.join("link")).expect("ln");
         let single = d.path().join("one");
         std::fs::write(&single, b"111").expect("w");
-        let (src, warn) = gather(&[root.clone(), single]).expect("gather");
+        std::fs::create_dir_all(root.join("b/void")).expect("mkdir");
+        let g = gather(&[root.clone(), single], Keep::default()).expect("gather");
+        let (src, warn, refused, dirs) = (g.sources, g.warnings, g.refused, g.empty_dirs);
+        assert_eq!(dirs, vec!["tree/b/void".to_owned()]);
+        assert!(refused.is_empty());
         let names: Vec<(&str, u64)> = src
             .iter()
             .map(|s| (s.entry.name.as_str(), s.entry.size))
@@ -155,12 +229,46 @@ mod tests {
     }
 
     #[test]
+    fn unrepresentable_names_are_left_out_with_a_reason() {
+        use std::os::unix::ffi::OsStrExt;
+        let d = tempfile::tempdir().expect("tempdir");
+        let root = d.path().join("r");
+        std::fs::create_dir_all(&root).expect("mkdir");
+        for n in [&b"ok"[..], b"back\\slash", b"new\nline", b"bad\xff"] {
+            std::fs::write(root.join(std::ffi::OsStr::from_bytes(n)), b"x").expect("w");
+        }
+        std::fs::write(root.join("l".repeat(201)), b"x").expect("w");
+        let g = gather(&[root], Keep::default()).expect("gather");
+        let (src, refused) = (g.sources, g.refused);
+        assert_eq!(src.len(), 1);
+        assert_eq!(src[0].entry.name, "r/ok");
+        let mut reasons: Vec<String> = refused.iter().map(|(_, r)| r.clone()).collect();
+        reasons.sort();
+        assert_eq!(reasons.len(), 4, "{refused:?}");
+        assert!(
+            reasons.iter().any(|r| r.contains("not valid UTF-8")),
+            "{reasons:?}"
+        );
+        assert!(
+            reasons.iter().any(|r| r.contains("longer than 200")),
+            "{reasons:?}"
+        );
+        assert_eq!(
+            reasons
+                .iter()
+                .filter(|r| r.contains("forbidden character"))
+                .count(),
+            2
+        );
+    }
+
+    #[test]
     fn duplicate_names_are_refused() {
         let d = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir_all(d.path().join("x")).expect("mkdir");
         std::fs::write(d.path().join("f"), b"1").expect("w");
         std::fs::write(d.path().join("x/f"), b"2").expect("w");
-        assert!(gather(&[d.path().join("f"), d.path().join("x/f")]).is_err());
+        assert!(gather(&[d.path().join("f"), d.path().join("x/f")], Keep::default()).is_err());
     }
 
     #[test]

@@ -3,12 +3,13 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::cc::QuicCc;
 use crate::error::{Result, TransferError};
-use crate::identity::Fingerprint;
+use crate::identity::{Fingerprint, Identity};
 use crate::quic_config::{Link, DEFAULT_WINDOW};
 use crate::receiver::{Limits, Receiver, RecvOptions};
 use crate::report::OutputOptions;
@@ -91,13 +92,28 @@ impl Drop for BackgroundReceiver {
     }
 }
 
-/// Quiet receiver options on `127.0.0.1:0`.
+/// The sender identity every test sender of this process presents (made in memory once);
+/// [`recv_options`] allows it.
+pub fn test_sender() -> Arc<Identity> {
+    static ID: OnceLock<Arc<Identity>> = OnceLock::new();
+    ID.get_or_init(|| {
+        Arc::new(
+            crate::identity::ephemeral(&[])
+                .unwrap_or_else(|e| panic!("a test sender identity: {e}")),
+        )
+    })
+    .clone()
+}
+
+/// Quiet receiver options on `127.0.0.1:0` that allow [`test_sender`].
 pub fn recv_options(identity_dir: PathBuf, dir: Option<PathBuf>) -> RecvOptions {
     RecvOptions {
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         identity_dir,
         names: Vec::new(),
         token: None,
+        allow: vec![test_sender().fingerprint],
+        open: false,
         dir,
         link: Link {
             window: DEFAULT_WINDOW,
@@ -117,12 +133,14 @@ pub fn recv_options(identity_dir: PathBuf, dir: Option<PathBuf>) -> RecvOptions 
     }
 }
 
-/// Quiet sender options for `job` to `addr`.
+/// Quiet sender options for `job` to `addr`, presenting [`test_sender`].
 pub fn send_options(addr: SocketAddr, trust: Option<Trust>, job: SendJob) -> SendOptions {
     SendOptions {
         server: addr.to_string(),
         trust,
+        identity: Some(test_sender()),
         token: None,
+        keep: crate::sendfiles::Keep::default(),
         job,
         link: Link {
             window: DEFAULT_WINDOW,

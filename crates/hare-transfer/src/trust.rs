@@ -1,6 +1,14 @@
 //! TLS for both ends: the receiver presents its [`Identity`]; the sender trusts it by a pinned
 //! SHA-256 fingerprint (`--pin`, `--cert`) or through a CA file (`--ca`). There is no trust on
 //! first use and no "accept anything" mode.
+//!
+//! Mutual TLS: the receiver asks every client for a certificate (TLS 1.3 CertificateRequest,
+//! RFC 8446 section 4.3.2) and the sender presents its own self-signed identity. TLS proves the
+//! sender holds the certificate's key (CertificateVerify, section 4.4.3, checked here with
+//! rustls' ring provider); which certificates are *allowed* is decided on the fingerprint
+//! after the handshake ([`crate::senders`]), so that a refused sender hears why instead of a
+//! bare TLS alert. A client without a certificate still completes the handshake (bulk-only
+//! receivers may be open, and a token may stand in for the certificate).
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -9,7 +17,8 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 
 use crate::error::{Result, TransferError};
 use crate::identity::{Fingerprint, Identity};
@@ -41,6 +50,28 @@ impl PinReport {
 
 fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// A handshake signature checked with the provider's algorithms (TLS 1.3 or 1.2 rules).
+fn signature(
+    provider: &CryptoProvider,
+    message: &[u8],
+    cert: &CertificateDer<'_>,
+    dss: &DigitallySignedStruct,
+    tls13: bool,
+) -> Result<HandshakeSignatureValid, rustls::Error> {
+    let algs = &provider.signature_verification_algorithms;
+    if tls13 {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, algs)
+    } else {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, algs)
+    }
+}
+
+fn schemes(provider: &CryptoProvider) -> Vec<SignatureScheme> {
+    provider
+        .signature_verification_algorithms
+        .supported_schemes()
 }
 
 #[derive(Debug)]
@@ -77,12 +108,7 @@ impl ServerCertVerifier for PinVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        signature(&self.provider, message, cert, dss, false)
     }
 
     fn verify_tls13_signature(
@@ -91,30 +117,91 @@ impl ServerCertVerifier for PinVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        signature(&self.provider, message, cert, dss, true)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
+        schemes(&self.provider)
     }
 }
 
-/// A rustls client configuration for `trust` (ALPN `hare/1`, TLS 1.3 as QUIC requires), and
-/// the handle that reports a pin mismatch.
+/// Accepts any client certificate whose handshake signature verifies: possession of the key is
+/// proved here, the fingerprint is judged by the job layer ([`crate::senders`]).
+#[derive(Debug)]
+struct SenderCertVerifier {
+    provider: Arc<CryptoProvider>,
+}
+
+impl ClientCertVerifier for SenderCertVerifier {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        signature(&self.provider, message, cert, dss, false)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        signature(&self.provider, message, cert, dss, true)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        schemes(&self.provider)
+    }
+}
+
+/// The SHA-256 fingerprint of the certificate the peer of `conn` presented, if any.
+pub fn peer_fingerprint(conn: &quinn::Connection) -> Option<Fingerprint> {
+    let any = conn.peer_identity()?;
+    let chain = any.downcast::<Vec<CertificateDer<'static>>>().ok()?;
+    chain.first().map(|c| Fingerprint::of(c.as_ref()))
+}
+
+/// A rustls client configuration for `trust` (ALPN `hare/1`, TLS 1.3 as QUIC requires)
+/// presenting no certificate of its own, and the handle that reports a pin mismatch.
 pub fn client_crypto(trust: &Trust) -> Result<(rustls::ClientConfig, PinReport)> {
+    client_crypto_as(trust, None)
+}
+
+/// Like [`client_crypto`], presenting `identity` (the sender's own certificate) when the
+/// receiver asks for one.
+pub fn client_crypto_as(
+    trust: &Trust,
+    identity: Option<&Identity>,
+) -> Result<(rustls::ClientConfig, PinReport)> {
     let provider = provider();
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(|e| TransferError::Config(e.to_string()))?;
     let report = PinReport::default();
-    let mut cfg = match trust {
+    let cfg = match trust {
         Trust::Pin(_) | Trust::CertFile(_) => {
             let pin = match trust {
                 Trust::Pin(p) => *p,
@@ -128,7 +215,6 @@ pub fn client_crypto(trust: &Trust) -> Result<(rustls::ClientConfig, PinReport)>
                     report: report.clone(),
                     provider,
                 }))
-                .with_no_client_auth()
         }
         Trust::Ca(path) => {
             let mut roots = rustls::RootCertStore::empty();
@@ -146,19 +232,30 @@ pub fn client_crypto(trust: &Trust) -> Result<(rustls::ClientConfig, PinReport)>
                     path.display()
                 )));
             }
-            builder.with_root_certificates(roots).with_no_client_auth()
+            builder.with_root_certificates(roots)
         }
+    };
+    let mut cfg = match identity {
+        Some(id) => cfg
+            .with_client_auth_cert(id.chain.clone(), id.key.clone_key())
+            .map_err(|e| TransferError::Identity {
+                dir: id.cert_path.clone(),
+                message: format!("the sender's certificate and key do not work together: {e}"),
+            })?,
+        None => cfg.with_no_client_auth(),
     };
     cfg.alpn_protocols = vec![crate::protocol::ALPN.to_vec()];
     Ok((cfg, report))
 }
 
-/// A rustls server configuration presenting `identity` (ALPN `hare/1`, TLS 1.3).
+/// A rustls server configuration presenting `identity` (ALPN `hare/1`, TLS 1.3) and asking
+/// clients for their certificate (optional at the TLS level, see the module doc).
 pub fn server_crypto(identity: &Identity) -> Result<rustls::ServerConfig> {
-    let mut cfg = rustls::ServerConfig::builder_with_provider(provider())
+    let provider = provider();
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(|e| TransferError::Config(e.to_string()))?
-        .with_no_client_auth()
+        .with_client_cert_verifier(Arc::new(SenderCertVerifier { provider }))
         .with_single_cert(identity.chain.clone(), identity.key.clone_key())
         .map_err(|e| TransferError::Identity {
             dir: identity.cert_path.clone(),

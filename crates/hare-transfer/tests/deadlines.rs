@@ -15,6 +15,10 @@ fn receiver(token: Option<&str>, limits: Limits) -> (tempfile::TempDir, Backgrou
     let id = tempfile::tempdir().expect("tempdir");
     let mut o = recv_options(id.path().into(), None);
     o.token = token.map(str::to_owned);
+    if token.is_some() {
+        // Token only: the hostile clients present the test sender's (allowed) certificate.
+        o.allow.clear();
+    }
     o.limits = limits;
     (id, BackgroundReceiver::start(o).expect("receiver"))
 }

@@ -52,6 +52,10 @@ fn fixture(token: Option<&str>) -> Fixture {
     let dst = tempfile::tempdir().expect("tempdir");
     let mut ro = recv_options(id.path().into(), Some(dst.path().into()));
     ro.token = token.map(str::to_owned);
+    if token.is_some() {
+        // Token only: the test sender's certificate would let it in by itself.
+        ro.allow.clear();
+    }
     let recv = BackgroundReceiver::start(ro).expect("receiver");
     Fixture {
         _id: id,
@@ -342,7 +346,11 @@ fn resume_with_a_corrupted_partial_starts_over() {
 
 /// A hand-made client: connects with the pinned identity and speaks the protocol directly.
 async fn raw_hello(addr: std::net::SocketAddr, fp: Fingerprint, hello: &ToReceiver) -> ToSender {
-    let (crypto, _) = hare_transfer::trust::client_crypto(&Trust::Pin(fp)).expect("crypto");
+    let (crypto, _) = hare_transfer::trust::client_crypto_as(
+        &Trust::Pin(fp),
+        Some(&hare_transfer::testkit::test_sender()),
+    )
+    .expect("crypto");
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(crypto).expect("quic crypto");
     let ep = quinn::Endpoint::client("127.0.0.1:0".parse().expect("addr")).expect("endpoint");
     let conn = ep
@@ -373,6 +381,7 @@ fn hello_with(files: Vec<FileEntry>) -> ToReceiver {
             files,
             resume: false,
             force: true,
+            dirs: Vec::new(),
         },
         window: 1 << 20,
         controller: "test".into(),
@@ -391,10 +400,7 @@ fn traversal_and_absolute_names_are_rejected() {
         "ok/./x",
         "c\\..\\d",
     ] {
-        let hello = hello_with(vec![FileEntry {
-            name: name.into(),
-            size: 1,
-        }]);
+        let hello = hello_with(vec![FileEntry::new(name, 1)]);
         let answer = rt().block_on(raw_hello(f.recv.addr, fp, &hello));
         assert!(
             matches!(&answer, ToSender::Refuse { reason } if reason.contains(name)),
@@ -416,10 +422,7 @@ fn receiver_survives_misbehaving_clients_and_bounds_jobs() {
     let f = fixture(None);
     let fp = f.recv.fingerprint.expect("quic");
     // Too large, too many streams, wrong version: refused with reasons.
-    let huge = hello_with(vec![FileEntry {
-        name: "huge".into(),
-        size: u64::MAX,
-    }]);
+    let huge = hello_with(vec![FileEntry::new("huge", u64::MAX)]);
     let a = rt().block_on(raw_hello(f.recv.addr, fp, &huge));
     assert!(
         matches!(&a, ToSender::Refuse { reason } if reason.contains("limit")),
@@ -465,7 +468,11 @@ fn receiver_survives_misbehaving_clients_and_bounds_jobs() {
     // Garbage on the control stream, a client that vanishes mid-hello, a client that never
     // speaks: each ends its own connection only.
     rt().block_on(async {
-        let (crypto, _) = hare_transfer::trust::client_crypto(&Trust::Pin(fp)).expect("crypto");
+        let (crypto, _) = hare_transfer::trust::client_crypto_as(
+            &Trust::Pin(fp),
+            Some(&hare_transfer::testkit::test_sender()),
+        )
+        .expect("crypto");
         let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(crypto).expect("quic");
         let ep = quinn::Endpoint::client("127.0.0.1:0".parse().expect("addr")).expect("ep");
         let cfg = quinn::ClientConfig::new(Arc::new(crypto));

@@ -3,8 +3,10 @@
 
 use std::collections::HashMap;
 
+use crate::identity::Fingerprint;
 use crate::protocol::{FilePlan, Job, ToReceiver, MAX_STREAMS, PROTOCOL_VERSION};
 use crate::recvfile::{plan_file, FinalNames, Planned};
+use crate::senders::Authorisation;
 
 use super::RecvOptions;
 
@@ -21,9 +23,13 @@ pub(super) enum Accepted {
     },
 }
 
-/// The checks that come before anything else: a Hello, of this version, with the token.
-/// `Err` is the reason to refuse.
-pub(super) fn check_credentials(opts: &RecvOptions, hello: &ToReceiver) -> Result<(), String> {
+/// The checks that come before anything else: a Hello, of this version, from an authorised
+/// sender (an allowed certificate `peer` or the token). `Err` is the reason to refuse.
+pub(super) fn check_credentials(
+    opts: &RecvOptions,
+    peer: Option<Fingerprint>,
+    hello: &ToReceiver,
+) -> Result<(), String> {
     let ToReceiver::Hello { version, token, .. } = hello else {
         return Err("the first message must be a hello".into());
     };
@@ -32,16 +38,15 @@ pub(super) fn check_credentials(opts: &RecvOptions, hello: &ToReceiver) -> Resul
             "protocol version {version} not supported (this receiver speaks {PROTOCOL_VERSION})"
         ));
     }
-    if let Some(required) = &opts.token {
-        if !crate::trust::token_matches(required, token.as_deref()) {
-            return Err(if token.is_some() {
-                "wrong token".into()
-            } else {
-                "a token is required (--token or HARE_TOKEN)".into()
-            });
-        }
+    // Kernel TCP has no TLS, hence no sender certificate: there only the token counts.
+    Authorisation {
+        allow: match opts.tcp {
+            Some(_) => Vec::new(),
+            None => opts.allow.clone(),
+        },
+        token: opts.token.clone(),
     }
-    Ok(())
+    .check(peer, token.as_deref())
 }
 
 /// Check the job of a Hello that passed [`check_credentials`] against the limits and the
@@ -97,14 +102,15 @@ pub(super) fn plan_job(
             files,
             resume,
             force,
+            dirs,
         } => {
             let Some(dir) = &opts.dir else {
                 return Err("this receiver takes no files (start it with --dir DIR)".into());
             };
-            if files.len() > l.max_files {
+            if files.len() + dirs.len() > l.max_files {
                 return Err(format!(
-                    "{} files exceeds this receiver's limit of {}",
-                    files.len(),
+                    "{} files and directories exceed this receiver's limit of {}",
+                    files.len() + dirs.len(),
                     l.max_files
                 ));
             }
@@ -135,6 +141,11 @@ pub(super) fn plan_job(
                     Err(r) => problems.push(format!("{}: {r}", f.name)),
                 }
             }
+            for d in dirs {
+                if let Err(r) = crate::names::check_name(d) {
+                    problems.push(format!("{d}: {r}"));
+                }
+            }
             if !problems.is_empty() {
                 let more = problems.len().saturating_sub(5);
                 let mut reason = problems.into_iter().take(5).collect::<Vec<_>>().join("; ");
@@ -142,6 +153,10 @@ pub(super) fn plan_job(
                     reason.push_str(&format!("; and {more} more"));
                 }
                 return Err(reason);
+            }
+            // Only an accepted job touches the directory tree.
+            for d in dirs {
+                make_dir(dir, d).map_err(|r| format!("{d}: {r}"))?;
             }
             let need: u64 = planned.values().map(Planned::remaining).sum();
             match crate::space::available_bytes(dir) {
@@ -162,5 +177,17 @@ pub(super) fn plan_job(
                 grant,
             ))
         }
+    }
+}
+
+/// Create the empty directory `name` under `dir` (and its parents), never through a symbolic
+/// link ([`crate::names::safe_create_parents`]); one that exists is fine.
+fn make_dir(dir: &std::path::Path, name: &str) -> Result<(), String> {
+    let path = crate::names::final_path(dir, name)?;
+    crate::names::safe_create_parents(dir, name).map_err(|e| e.to_string())?;
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.file_type().is_dir() => Ok(()),
+        Ok(_) => Err("exists and is not a directory".into()),
+        Err(_) => std::fs::create_dir(&path).map_err(|e| format!("cannot create: {e}")),
     }
 }

@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::channels::{ControlRead, ControlWrite, DataIn};
 use crate::cpu::CpuClock;
 use crate::error::{Result, TransferError};
+use crate::identity::Fingerprint;
 use crate::intervals::job_interval;
 use crate::protocol::{
     read_frame, write_frame, DataHeader, DataKind, FilePlan, ToReceiver, ToSender, MAX_STREAMS,
@@ -25,8 +26,7 @@ use crate::report::{Printer, RunLog};
 use super::accept::{check_credentials, plan_job, Accepted};
 use super::gate::{Gate, Ticket};
 use super::logs;
-use super::quic::accept_quic_streams;
-use super::streams::{bulk_stream, file_stream};
+use super::streams::{accept_quic_streams, bulk_stream, file_stream};
 use super::{RecvOptions, DURATION_GRACE, PROGRESS_RATE, REFUSE_TIMEOUT};
 
 pub(super) struct JobCtx {
@@ -44,6 +44,8 @@ pub(super) struct JobCtx {
     pub(super) preauth: Option<Ticket>,
     /// When the Hello must have arrived.
     pub(super) hello_deadline: tokio::time::Instant,
+    /// The fingerprint of the certificate the sender presented (QUIC, mutual TLS).
+    pub(super) peer_cert: Option<Fingerprint>,
 }
 
 /// The control stream's writing half, every message bounded in time.
@@ -146,7 +148,15 @@ async fn admit(
     ctx: &mut JobCtx,
     hello: &ToReceiver,
 ) -> Result<(Accepted, Vec<FilePlan>, u64, Ticket)> {
-    check_credentials(&ctx.opts, hello).map_err(TransferError::Refused)?;
+    check_credentials(&ctx.opts, ctx.peer_cert, hello).map_err(TransferError::Refused)?;
+    if ctx.opts.open && ctx.opts.allow.is_empty() && ctx.opts.token.is_none() {
+        let who = match ctx.peer_cert {
+            Some(fp) => format!("sender certificate sha256 {fp}"),
+            None => "no sender certificate".to_owned(),
+        };
+        let text = logs::line(ctx.peer, "accepted without authorisation (--open)", &who);
+        logs::limited("open", &text, |l| tracing::warn!("{l}"));
+    }
     let slot = ctx.gate.job(ctx.peer.ip()).map_err(TransferError::Busy)?;
     // Authenticated and admitted: the pre-auth place goes back.
     ctx.preauth = None;

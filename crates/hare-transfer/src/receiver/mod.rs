@@ -120,8 +120,15 @@ pub struct RecvOptions {
     pub identity_dir: PathBuf,
     /// Extra names for a newly made certificate (besides `localhost`).
     pub names: Vec<String>,
-    /// Token every client must present.
+    /// The token that authorises a sender (`--token`); without [`RecvOptions::allow`], every
+    /// sender must present it.
     pub token: Option<String>,
+    /// Sender certificate fingerprints that authorise a sender (`--allow`, the allow-list
+    /// file); QUIC only.
+    pub allow: Vec<Fingerprint>,
+    /// Accept file jobs with no authorisation configured (`--open`); each such job is logged
+    /// with a warning.
+    pub open: bool,
     /// Directory that receives files; without it file jobs are refused.
     pub dir: Option<PathBuf>,
     /// Receive windows (`-w`) and MTU.
@@ -140,6 +147,32 @@ pub struct RecvOptions {
     pub output: OutputOptions,
     /// Kernel TCP mode.
     pub tcp: Option<TcpOptions>,
+}
+
+/// A receiver that writes files must know who may write them: a fingerprint allow list or a
+/// token, or an explicit `--open`. Kernel TCP carries no TLS, so no certificate can be
+/// checked and a token would travel in clear: files over `--tcp` need `--open`.
+fn check_file_authorisation(opts: &RecvOptions) -> Result<()> {
+    if opts.dir.is_none() || opts.open {
+        return Ok(());
+    }
+    if opts.tcp.is_some() {
+        return Err(TransferError::Usage(
+            "--dir with --tcp: kernel TCP has no TLS, so senders cannot be authenticated and a \
+             token would travel in clear; add --open to accept files from anyone who can reach \
+             the port, or receive files over QUIC"
+                .into(),
+        ));
+    }
+    if opts.allow.is_empty() && opts.token.is_none() {
+        return Err(TransferError::Usage(
+            "--dir needs to know who may write files: allow senders by certificate fingerprint \
+             (--allow SHA256, as `hare-send id` prints it, or one per line in the allow-list \
+             file), or require --token; --open accepts anyone who can reach the port"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 enum Listener {
@@ -178,6 +211,7 @@ impl Receiver {
                 )));
             }
         }
+        check_file_authorisation(&opts)?;
         if let Some(d) = &opts.dir {
             if !d.is_dir() {
                 return Err(TransferError::Usage(format!(

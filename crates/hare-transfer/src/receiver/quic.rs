@@ -11,9 +11,8 @@ use hare_report::Transport;
 use quinn::VarInt;
 use tokio::sync::mpsc;
 
-use crate::channels::{read_quic_header, DataIn};
 use crate::error::{Result, TransferError};
-use crate::protocol::{close, DataHeader};
+use crate::protocol::close;
 use crate::qlog::ConnectionQlog;
 use crate::quic_config::transport_with;
 use crate::recvfile::FinalNames;
@@ -22,7 +21,7 @@ use crate::stop::Stop;
 use super::gate::{Gate, Ticket};
 use super::job::{run_job, JobCtx};
 use super::logs;
-use super::{RecvOptions, HEADER_TIMEOUT, REFUSE_TIMEOUT};
+use super::{RecvOptions, REFUSE_TIMEOUT};
 
 /// How long a finished job waits for the sender to close after the last verdict.
 const DONE_LINGER: Duration = Duration::from_secs(5);
@@ -171,6 +170,7 @@ async fn quic_connection(
         gate,
         preauth: Some(ticket),
         hello_deadline,
+        peer_cert: crate::trust::peer_fingerprint(&conn),
     };
     let res = serve_connection(ctx, &conn).await;
     if let Some(q) = qlog.as_mut() {
@@ -206,22 +206,4 @@ async fn serve_connection(mut ctx: JobCtx, conn: &quinn::Connection) -> Result<(
     let (data_tx, data_rx) = mpsc::channel(64);
     ctx.data_tx = Some(data_tx);
     run_job(ctx, Box::new(recv), Box::new(send), data_rx).await
-}
-
-/// Accept data streams once the job is accepted and hand them (with their header) to the job.
-pub(super) async fn accept_quic_streams(
-    conn: quinn::Connection,
-    tx: mpsc::Sender<(DataHeader, DataIn)>,
-) {
-    while let Ok(mut s) = conn.accept_uni().await {
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            if let Ok(Ok(h)) = tokio::time::timeout(HEADER_TIMEOUT, read_quic_header(&mut s)).await
-            {
-                let _ = tx.send((h, DataIn::Quic(s))).await;
-            } else {
-                let _ = s.stop(VarInt::from_u32(close::PROTOCOL));
-            }
-        });
-    }
 }

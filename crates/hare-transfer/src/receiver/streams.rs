@@ -5,14 +5,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::sync::oneshot;
+use quinn::VarInt;
+use tokio::sync::{mpsc, oneshot};
 
-use crate::channels::DataIn;
+use crate::channels::{read_quic_header, DataIn};
 use crate::error::{Result, TransferError};
-use crate::protocol::DataHeader;
+use crate::protocol::{close, DataHeader};
 use crate::recvfile::{EarlyLimits, FileSink, Planned};
 
-use super::{COALESCE, DIGEST_TIMEOUT};
+use super::{COALESCE, DIGEST_TIMEOUT, HEADER_TIMEOUT};
 
 pub(super) async fn bulk_stream(
     mut input: DataIn,
@@ -39,6 +40,30 @@ pub(super) async fn bulk_stream(
         }
     }
     Ok(())
+}
+
+/// How long a broken file stream waits for the sender's word on why (a file it abandoned
+/// because it changed is discarded, not kept for `--resume`).
+const ABANDON_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A file stream ended with an error: the sender's reason if it abandoned the file (the partial
+/// file is then removed), else the transport's error (the verified prefix is kept).
+async fn stream_broke(
+    name: &str,
+    sink: FileSink,
+    e: TransferError,
+    digest: oneshot::Receiver<Result<String, String>>,
+) -> String {
+    match tokio::time::timeout(ABANDON_GRACE, digest).await {
+        Ok(Ok(Err(reason))) => {
+            sink.discard();
+            format!("{name}: {reason}")
+        }
+        _ => {
+            sink.keep_partial();
+            format!("{name}: {e}; partial data kept for --resume")
+        }
+    }
 }
 
 pub(super) async fn file_stream(
@@ -86,10 +111,7 @@ pub(super) async fn file_stream(
                 bytes.fetch_add(b.len() as u64, Ordering::Relaxed);
             }
             Ok(None) => break,
-            Err(e) => {
-                sink.keep_partial();
-                return Err(format!("{name}: {e}; partial data kept for --resume"));
-            }
+            Err(e) => return Err(stream_broke(&name, sink, e, digest).await),
         }
     }
     if !sink.complete() {
@@ -110,5 +132,23 @@ pub(super) async fn file_stream(
                 "{name}: no digest from the sender; partial data kept for --resume"
             ))
         }
+    }
+}
+
+/// Accept data streams once the job is accepted and hand them (with their header) to the job.
+pub(super) async fn accept_quic_streams(
+    conn: quinn::Connection,
+    tx: mpsc::Sender<(DataHeader, DataIn)>,
+) {
+    while let Ok(mut s) = conn.accept_uni().await {
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            if let Ok(Ok(h)) = tokio::time::timeout(HEADER_TIMEOUT, read_quic_header(&mut s)).await
+            {
+                let _ = tx.send((h, DataIn::Quic(s))).await;
+            } else {
+                let _ = s.stop(VarInt::from_u32(close::PROTOCOL));
+            }
+        });
     }
 }

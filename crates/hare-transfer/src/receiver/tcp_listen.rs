@@ -117,6 +117,7 @@ async fn tcp_socket(
             gate,
             preauth: Some(ticket),
             hello_deadline,
+            peer_cert: None,
         };
         let res = run_job(ctx, Box::new(r), Box::new(w), data_rx).await;
         lock(&sessions).remove(&id);

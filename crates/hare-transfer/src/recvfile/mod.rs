@@ -18,6 +18,7 @@ use crate::protocol::{FileEntry, FilePlan};
 
 mod claims;
 mod early;
+mod meta;
 mod part;
 
 pub use claims::{FinalNames, NameClaim};
@@ -162,6 +163,8 @@ pub struct FileSink {
     early: EarlyRanges,
     /// Payload bytes received through this sink (not counting a resumed prefix).
     received: u64,
+    /// Mode and time to give the file once verified.
+    meta: meta::Meta,
     _claim: NameClaim,
 }
 
@@ -204,6 +207,7 @@ impl FileSink {
             hashed: start,
             early: EarlyRanges::new(limits.ranges, limits.bytes),
             received: 0,
+            meta: meta::Meta::of(&planned.entry),
             _claim: planned._claim,
         })
     }
@@ -305,6 +309,11 @@ impl FileSink {
             self.part.discard();
             return Err(e);
         }
+        if let Err(e) = meta::apply(self.part.file(), &self.meta) {
+            let e = self.err(format!("cannot set its metadata: {}", os_reason(&e)));
+            self.part.discard();
+            return Err(e);
+        }
         let name = self.name.clone();
         let ferr = |reason: String| TransferError::File { name, reason };
         match self.part.publish(&self.final_path, self.force) {
@@ -340,10 +349,7 @@ mod tests {
     };
 
     fn entry(name: &str, size: u64) -> FileEntry {
-        FileEntry {
-            name: name.into(),
-            size,
-        }
+        FileEntry::new(name, size)
     }
 
     fn data(n: usize) -> Vec<u8> {

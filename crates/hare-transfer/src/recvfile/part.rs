@@ -46,7 +46,8 @@ impl PartFile {
                 .write(true)
                 .create_new(true)
                 .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .mode(0o644)
+                // Private while it is received: its final mode is set once it is verified.
+                .mode(0o600)
                 .open(&path)
             {
                 Ok(file) => return Self::adopt(file, path, final_path),

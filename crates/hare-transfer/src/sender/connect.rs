@@ -61,7 +61,8 @@ pub(super) async fn connect(
                     "no trust given: pass --pin SHA256 (printed by hare-recv when it starts), --cert FILE or --ca FILE".into(),
                 )
             })?;
-            let (crypto, pin_report) = crate::trust::client_crypto(trust)?;
+            let (crypto, pin_report) =
+                crate::trust::client_crypto_as(trust, opts.identity.as_deref())?;
             let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(crypto)
                 .map_err(|e| TransferError::Config(e.to_string()))?;
             let mut transport = transport_with(link, cc.factory(observer));

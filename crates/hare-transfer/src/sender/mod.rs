@@ -96,8 +96,13 @@ pub struct SendOptions {
     pub server: String,
     /// How to trust the receiver (required for QUIC).
     pub trust: Option<Trust>,
+    /// The sender's own certificate, presented to receivers that authorise senders by
+    /// fingerprint (mutual TLS; QUIC only).
+    pub identity: Option<Arc<crate::identity::Identity>>,
     /// Token for the receiver.
     pub token: Option<String>,
+    /// File metadata to keep (`--no-perms`, `--no-times`).
+    pub keep: crate::sendfiles::Keep,
     /// The job.
     pub job: SendJob,
     /// `-w` and `--mtu` (its `streams` is set from the job).
@@ -190,6 +195,7 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         streams,
         link,
         sources,
+        refused,
         job,
     } = plan(&opts)?;
     let printer = Printer::new(&opts.output);
@@ -310,6 +316,14 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
     }
     let cx = iperf_context(&opener, endpoint.as_ref(), addr, &job, streams, &cpu);
     rec.log.set_iperf(cx);
+    // Files whose names cannot travel were left out of the job: failed, with the reason.
+    st.reports
+        .extend(refused.into_iter().map(|(name, reason)| FileReport {
+            name,
+            ok: false,
+            reason: Some(reason),
+            resumed_from: 0,
+        }));
     let (run, mut qlog) = summarise(rec, &mut st, &job, &sources, t0, &cpu, &shared.written)?;
     close_connection(&opener, st.interrupted && !sources.is_empty());
     drop(shared);

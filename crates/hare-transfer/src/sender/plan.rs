@@ -22,6 +22,8 @@ pub(super) struct Plan {
     pub(super) link: Link,
     /// The files to send, in job order (empty for bulk).
     pub(super) sources: Vec<Source>,
+    /// Files left out of the job because their names cannot travel: (name, reason).
+    pub(super) refused: Vec<(String, String)>,
     /// What the hello asks for.
     pub(super) job: Job,
 }
@@ -46,38 +48,50 @@ pub(super) fn plan(opts: &SendOptions) -> Result<Plan> {
     if opts.interval < Duration::from_millis(100) {
         return Err(TransferError::Usage("-i must be at least 0.1 s".into()));
     }
-    let (sources, job) = match &opts.job {
+    let (sources, refused, job) = match &opts.job {
         SendJob::Bulk {
             bytes,
             seconds,
             streams,
-        } => (Vec::new(), bulk_job(*bytes, *seconds, *streams)?),
+        } => (Vec::new(), Vec::new(), bulk_job(*bytes, *seconds, *streams)?),
         SendJob::Files {
             paths,
             resume,
             force,
             ..
         } => {
-            let (sources, warnings) = gather(paths)?;
+            let crate::sendfiles::Gathered {
+                sources,
+                warnings,
+                refused,
+                empty_dirs: dirs,
+            } = gather(paths, opts.keep)?;
             for w in warnings {
                 eprintln!("hare-send: warning: {w}");
             }
-            if sources.is_empty() {
-                return Err(TransferError::Usage("no files to send".into()));
+            if sources.is_empty() && dirs.is_empty() {
+                let why: Vec<String> = refused.iter().map(|(n, r)| format!("{n}: {r}")).collect();
+                return Err(TransferError::Usage(if why.is_empty() {
+                    "no files to send".into()
+                } else {
+                    format!("no file can be sent: {}", why.join("; "))
+                }));
             }
             let files = sources.iter().map(|s| s.entry.clone()).collect();
             let job = Job::Files {
                 files,
                 resume: *resume,
                 force: *force,
+                dirs,
             };
-            (sources, job)
+            (sources, refused, job)
         }
     };
     Ok(Plan {
         streams,
         link,
         sources,
+        refused,
         job,
     })
 }

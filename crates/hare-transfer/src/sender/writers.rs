@@ -115,6 +115,170 @@ pub(super) async fn bulk_writer(
     Ok(sent)
 }
 
+/// What identifies one version of a file: size, modification and change times (ns) and
+/// inode. A writer changes mtime/ctime; a replacement (rename over it) changes the inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Snapshot {
+    size: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+    dev: u64,
+    ino: u64,
+}
+
+impl Snapshot {
+    fn of(m: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        Self {
+            size: m.len(),
+            mtime_ns: ns(m.mtime(), m.mtime_nsec()),
+            ctime_ns: ns(m.ctime(), m.ctime_nsec()),
+            dev: m.dev(),
+            ino: m.ino(),
+        }
+    }
+
+    /// What differs from `earlier`, for the message naming the file.
+    fn change_from(&self, earlier: &Snapshot) -> Option<&'static str> {
+        if (self.dev, self.ino) != (earlier.dev, earlier.ino) {
+            Some("it was removed or replaced")
+        } else if self.size != earlier.size {
+            Some("its size changed")
+        } else if self.mtime_ns != earlier.mtime_ns || self.ctime_ns != earlier.ctime_ns {
+            Some("it was modified")
+        } else {
+            None
+        }
+    }
+}
+
+/// The reason given for a file that changed while it was read.
+fn changed(what: &str) -> String {
+    format!("changed while being sent ({what}); not delivered, send it again")
+}
+
+/// The file as it is now, through the open handle and through its path (a rename over the
+/// path leaves the handle on the old inode).
+fn current(file: &std::fs::File, path: &std::path::Path) -> Result<Snapshot, String> {
+    let by_fd = file
+        .metadata()
+        .map_err(|e| format!("cannot stat {}: {e}", path.display()))?;
+    let snap = Snapshot::of(&by_fd);
+    match std::fs::metadata(path) {
+        Ok(m) if Snapshot::of(&m) == snap => Ok(snap),
+        Ok(m) => Ok(Snapshot::of(&m)),
+        Err(_) => Ok(Snapshot { ino: 0, ..snap }),
+    }
+}
+
+/// Resume only from a prefix whose digest matches ours: the hash state and the offset to
+/// start at. Hashing a long prefix is slow: it runs off the runtime thread.
+async fn resume_point(
+    src: &Source,
+    plan: Option<FilePlan>,
+) -> Result<(blake3::Hasher, u64), String> {
+    let offer = plan.filter(|p| p.have > 0 && p.have <= src.entry.size);
+    let Some(p) = offer else {
+        return Ok((blake3::Hasher::new(), 0));
+    };
+    let (path, have) = (src.path.clone(), p.have);
+    let hashed = tokio::task::spawn_blocking(move || prefix_hash(&path, have))
+        .await
+        .map_err(|e| format!("hashing the prefix failed: {e}"))?
+        .map_err(|e| e.to_string())?;
+    match hashed {
+        (h, n)
+            if n == p.have && p.have_blake3.as_deref() == Some(h.finalize().to_hex().as_str()) =>
+        {
+            Ok((h, p.have))
+        }
+        _ => Ok((blake3::Hasher::new(), 0)),
+    }
+}
+
+/// Open the file at `offset` and take the snapshot the whole send is checked against. A file
+/// that no longer has the size it was announced with has changed since it was listed.
+fn open_at(src: &Source, offset: u64) -> Result<(std::fs::File, Snapshot), String> {
+    let mut file = std::fs::File::open(&src.path)
+        .map_err(|e| format!("cannot open {}: {e}", src.path.display()))?;
+    let snap = current(&file, &src.path)?;
+    if snap.size != src.entry.size {
+        return Err(format!(
+            "changed since it was listed ({} bytes announced, {} now); not delivered, send it again",
+            src.entry.size, snap.size
+        ));
+    }
+    file.seek(SeekFrom::Start(offset))
+        .map_err(|e| format!("cannot seek {}: {e}", src.path.display()))?;
+    Ok((file, snap))
+}
+
+/// How streaming a file's bytes ended.
+enum Streamed {
+    /// Every byte went out unchanged; the digest of what was read.
+    Sent(String),
+    /// The file changed or could not be read: the stream was reset; the reason.
+    Abandoned(String),
+    /// The stream failed (the receiver stopped it); the transport's error.
+    Broken(String),
+}
+
+/// Read the file from `pos` to its end, hashing and sending what was read, and check after
+/// every chunk and at the end that the file is still the one snapshotted: the digest the
+/// receiver verifies is bound to exactly these bytes, and a file that changed meanwhile is
+/// never announced as done.
+async fn stream_file(
+    file: &mut std::fs::File,
+    src: &Source,
+    snap: Snapshot,
+    (mut hasher, mut pos): (blake3::Hasher, u64),
+    out: &mut crate::channels::DataOut,
+    pacer: Option<&Pacer>,
+    bar: Option<&ProgressBar>,
+) -> Streamed {
+    let size = src.entry.size;
+    loop {
+        let want = ((size - pos).min(CHUNK as u64) as usize).max(1);
+        let mut buf = vec![0u8; want];
+        let n = match file.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) => return Streamed::Abandoned(format!("read error: {e}")),
+        };
+        if pos + n as u64 > size {
+            return Streamed::Abandoned(changed("it grew"));
+        }
+        let now = match current(file, &src.path) {
+            Ok(s) => s,
+            Err(e) => return Streamed::Abandoned(e),
+        };
+        if let Some(what) = now.change_from(&snap) {
+            return Streamed::Abandoned(changed(what));
+        }
+        if n == 0 {
+            break;
+        }
+        buf.truncate(n);
+        hasher.update(&buf);
+        if let Err(e) = out.write(Bytes::from(buf)).await {
+            return Streamed::Broken(e.to_string());
+        }
+        pos += n as u64;
+        if let Some(b) = bar {
+            b.set_position(pos);
+        }
+        if let Some(p) = pacer {
+            p.account(n).await;
+        }
+    }
+    if pos != size {
+        return Streamed::Abandoned(changed(&format!("it shrank to {pos} of {size} bytes")));
+    }
+    Streamed::Sent(hasher.finalize().to_hex().to_string())
+}
+
+/// Send one file: resume point, open and snapshot, stream, then the digest and the
+/// receiver's verdict.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn file_task(
     opener: Opener,
@@ -133,41 +297,15 @@ pub(super) async fn file_task(
         reason: Some(reason),
         resumed_from,
     };
-    let size = src.entry.size;
-    // Resume only from a prefix whose digest matches ours. Hashing a long prefix is slow:
-    // it runs off the runtime thread.
-    let offer = plan.filter(|p| p.have > 0 && p.have <= size);
-    let prefix = match &offer {
-        Some(p) => {
-            let (path, have) = (src.path.clone(), p.have);
-            Some(
-                tokio::task::spawn_blocking(move || prefix_hash(&path, have))
-                    .await
-                    .unwrap_or_else(|e| {
-                        Err(crate::error::TransferError::Protocol(format!(
-                            "hashing the prefix failed: {e}"
-                        )))
-                    }),
-            )
-        }
-        None => None,
+    let (hasher, offset) = match resume_point(&src, plan).await {
+        Ok(r) => r,
+        Err(e) => return fail(e, 0),
     };
-    let (mut hasher, offset) = match (offer, prefix) {
-        (Some(p), Some(Ok((h, n))))
-            if n == p.have && p.have_blake3.as_deref() == Some(h.finalize().to_hex().as_str()) =>
-        {
-            (h, p.have)
-        }
-        (_, Some(Err(e))) => return fail(e.to_string(), 0),
-        _ => (blake3::Hasher::new(), 0),
-    };
-    let mut file = match std::fs::File::open(&src.path) {
+    let abandon = |reason: String| ToReceiver::FileAbandoned { index, reason };
+    let (mut file, snap) = match open_at(&src, offset) {
         Ok(f) => f,
-        Err(e) => return fail(format!("cannot open {}: {e}", src.path.display()), offset),
+        Err(e) => return fail(e, offset),
     };
-    if let Err(e) = file.seek(SeekFrom::Start(offset)) {
-        return fail(format!("cannot seek {}: {e}", src.path.display()), offset);
-    }
     if let Some(b) = &bar {
         b.set_position(offset);
     }
@@ -183,58 +321,37 @@ pub(super) async fn file_task(
         Ok(o) => o,
         Err(e) => return fail(e.to_string(), offset),
     };
-    let mut pos = offset;
-    let abandon = |reason: String| ToReceiver::FileAbandoned { index, reason };
-    loop {
-        let want = ((size - pos).min(CHUNK as u64) as usize).max(1);
-        let mut buf = vec![0u8; want];
-        let n = match file.read(&mut buf) {
-            Ok(n) => n,
-            Err(e) => {
-                out.reset(close::PROTOCOL);
-                let r = format!("read error: {e}");
-                let _ = ctl.send(abandon(r.clone())).await;
-                return fail(r, offset);
-            }
-        };
-        if n == 0 {
-            break;
-        }
-        if pos + n as u64 > size {
-            out.reset(close::PROTOCOL);
-            let r = "the file grew while being sent".to_owned();
+    let streamed = stream_file(
+        &mut file,
+        &src,
+        snap,
+        (hasher, offset),
+        &mut out,
+        pacer.as_deref(),
+        bar.as_ref(),
+    )
+    .await;
+    let digest = match streamed {
+        Streamed::Sent(d) => d,
+        Streamed::Abandoned(r) => {
+            // The receiver hears why before the stream's reset reaches it.
             let _ = ctl.send(abandon(r.clone())).await;
+            out.reset(close::PROTOCOL);
             return fail(r, offset);
         }
-        buf.truncate(n);
-        hasher.update(&buf);
-        if let Err(e) = out.write(Bytes::from(buf)).await {
+        Streamed::Broken(e) => {
             // The receiver stops a stream when it gives the file up (its disk is full, the
             // data broke a limit); its verdict, on the way, says why.
             let verdict = tokio::time::timeout(VERDICT_GRACE, &mut result).await;
             return match verdict {
                 Ok(Ok((false, Some(r)))) => fail(r, offset),
-                _ => fail(e.to_string(), offset),
+                _ => fail(e, offset),
             };
         }
-        pos += n as u64;
-        if let Some(b) = &bar {
-            b.set_position(pos);
-        }
-        if let Some(p) = &pacer {
-            p.account(n).await;
-        }
-    }
-    if pos != size {
-        out.reset(close::PROTOCOL);
-        let r = format!("the file shrank while being sent ({pos} of {size} bytes)");
-        let _ = ctl.send(abandon(r.clone())).await;
-        return fail(r, offset);
-    }
+    };
     if let Err(e) = out.finish() {
         return fail(e.to_string(), offset);
     }
-    let digest = hasher.finalize().to_hex().to_string();
     if ctl
         .send(ToReceiver::FileDone {
             index,

@@ -27,7 +27,11 @@ pub async fn connect(
     fp: Fingerprint,
     transport: Option<quinn::TransportConfig>,
 ) -> Hostile {
-    let (crypto, _) = hare_transfer::trust::client_crypto(&Trust::Pin(fp)).expect("crypto");
+    let (crypto, _) = hare_transfer::trust::client_crypto_as(
+        &Trust::Pin(fp),
+        Some(&hare_transfer::testkit::test_sender()),
+    )
+    .expect("crypto");
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(crypto).expect("quic crypto");
     let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));
     if let Some(t) = transport {
@@ -55,15 +59,10 @@ pub fn files_hello(files: &[(&str, u64)], force: bool, token: Option<&str>) -> T
         software: "hostile".into(),
         token: token.map(str::to_owned),
         job: Job::Files {
-            files: files
-                .iter()
-                .map(|(n, s)| FileEntry {
-                    name: (*n).into(),
-                    size: *s,
-                })
-                .collect(),
+            files: files.iter().map(|(n, s)| FileEntry::new(*n, *s)).collect(),
             resume: false,
             force,
+            dirs: Vec::new(),
         },
         window: 1 << 20,
         controller: "hostile".into(),
