@@ -67,7 +67,6 @@ pub struct RunResult {
     pub first_loss: Option<Instant>,
     pub sender_stats: Stats,
     pub receiver_stats: Stats,
-    pub sender_stream: Option<(u64, u64, u64)>,
     pub up: crate::path::PipeCounts,
     pub down: crate::path::PipeCounts,
     pub end: Instant,
@@ -234,7 +233,6 @@ pub fn run(o: &Opts) -> Result<RunResult, String> {
         first_loss: w.first_loss,
         sender_stats: snd.conn.stats(),
         receiver_stats: rcv.conn.stats(),
-        sender_stream: r.stream_stats,
         up: up.counts,
         down: down.counts,
         end: now,
@@ -248,7 +246,6 @@ pub fn run(o: &Opts) -> Result<RunResult, String> {
 struct Outcome {
     last_read: Option<Instant>,
     all_acked: Option<Instant>,
-    stream_stats: Option<(u64, u64, u64)>,
 }
 
 /// Watches the data sender's counters around every call into neqo.
@@ -338,13 +335,8 @@ fn app(
                 e.stream.get_or_insert(stream_id);
                 read(e, stream_id, o, buf, now, r)?;
             }
-            ConnectionEvent::SendStreamComplete { stream_id } if e.is_sender => {
+            ConnectionEvent::SendStreamComplete { .. } if e.is_sender => {
                 r.all_acked.get_or_insert(now);
-                r.stream_stats = e
-                    .conn
-                    .send_stream_stats(stream_id)
-                    .ok()
-                    .map(|st| (st.written, st.sent, st.acked));
             }
             _ => {}
         }

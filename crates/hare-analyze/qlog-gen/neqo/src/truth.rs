@@ -91,9 +91,6 @@ pub fn write(o: &Opts, r: &RunResult) -> Result<PathBuf, String> {
         "all_acked_ms": r.all_acked.map(|t| ms(t, b)),
         "transfer_s": secs,
         "goodput_mbps": r.received as f64 * 8.0 / secs / 1e6,
-        "sender_stream": r.sender_stream.map(|(w, s, a)| json!({
-            "written": w, "sent": s, "acked": a,
-        })),
         "sender_stats": stats_json(&r.sender_stats),
         "receiver_stats": stats_json(&r.receiver_stats),
         "path_drops": {
