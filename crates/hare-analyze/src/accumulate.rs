@@ -120,6 +120,8 @@ pub(crate) struct Accumulator {
     rtt_real: bool,
     pub ignored_min_rtt: u64,
     pub ignored_rtt: u64,
+    /// packet_lost events triggered by a PTO (not losses).
+    pub pto_marked: u64,
 }
 
 fn add_bin(bins: &mut Vec<u64>, t_s: f64, bytes: u64, out_of_range: &mut u64) {
@@ -192,6 +194,7 @@ impl Accumulator {
             rtt_real: false,
             ignored_min_rtt: 0,
             ignored_rtt: 0,
+            pto_marked: 0,
         }
     }
 
@@ -229,6 +232,11 @@ impl Accumulator {
             }
             Kind::PacketLost => {
                 let d = serde_json::from_str::<PacketData>(data).unwrap_or_default();
+                if d.is_pto_marked() {
+                    // Queued again on a PTO, not lost (see `PacketData::is_pto_marked`).
+                    self.pto_marked += 1;
+                    return;
+                }
                 self.lost_bytes += d.length().unwrap_or(0);
                 if let Some(pn) = d.packet_number() {
                     if d.is_one_rtt() || d.is_zero_rtt() || d.packet_type().is_none() {

@@ -188,7 +188,9 @@ pub(crate) fn finish(mut a: Accumulator, mut skipped: Vec<Skipped>) -> Trace {
         || a.recovery_logged
         || !signals.is_empty()
         || a.cuts > 0;
-    let losses_logged = !a.losses.is_empty() || (sender && !evidence);
+    // PTO-marked packet_lost events show that the stack logs packet_lost (neqo), so none
+    // else means none lost.
+    let losses_logged = !a.losses.is_empty() || a.pto_marked > 0 || (sender && !evidence);
     let notes = notes(
         &a,
         &signals,
@@ -312,6 +314,13 @@ fn notes(
         notes.push(format!(
             "{} min_rtt value(s) of 0 or less ignored (not a measurement)",
             a.ignored_min_rtt
+        ));
+    }
+    if a.pto_marked > 0 {
+        notes.push(format!(
+            "{} packet_lost event(s) triggered by a PTO not counted as losses (a PTO declares \
+             nothing lost, RFC 9002 section 6.2)",
+            a.pto_marked
         ));
     }
     let ecn = signals.iter().filter(|s| s.kind == SignalKind::Ecn).count();

@@ -136,6 +136,9 @@ pub(crate) struct PacketData {
     /// picoquic (and draft-01) put the type beside the header.
     pub packet_type: Text,
     pub frames: Option<List<Obj<Frame>>>,
+    /// packet_lost: why the packet was taken as lost (`time_threshold`,
+    /// `reordering_threshold`, `pto_expired`).
+    pub trigger: Text,
 }
 
 impl PacketData {
@@ -180,6 +183,16 @@ impl PacketData {
     /// Packet number, when logged.
     pub fn packet_number(&self) -> Option<u64> {
         self.header().and_then(|h| h.packet_number.u64())
+    }
+
+    /// True for a packet_lost whose trigger is a PTO. RFC 9002 section 6.2: a PTO sends
+    /// probes and declares nothing lost. neqo 0.27 logs every packet whose data it queues
+    /// again on a PTO as `packet_lost` with this trigger, does not count it in its lost
+    /// packets, does not reduce its window for it, and the packet may still be acknowledged.
+    pub fn is_pto_marked(&self) -> bool {
+        self.trigger
+            .as_deref()
+            .is_some_and(|t| t.eq_ignore_ascii_case("pto_expired"))
     }
 
     /// Destination connection id length in bytes, when logged (hex text).
@@ -276,6 +289,21 @@ mod tests {
             Kind::CongestionState
         );
         assert_eq!(Kind::of("quic:stream_data_moved"), Kind::Other);
+    }
+
+    #[test]
+    fn neqo_pto_marked_packets_are_not_losses() {
+        let lost = |trigger: &str| -> PacketData {
+            serde_json::from_str(&format!(
+                r#"{{"header": {{"packet_type": "1RTT", "packet_number": 3}},
+                    "trigger": "{trigger}"}}"#
+            ))
+            .expect("data")
+        };
+        assert!(lost("pto_expired").is_pto_marked());
+        assert!(!lost("time_threshold").is_pto_marked());
+        assert!(!lost("reordering_threshold").is_pto_marked());
+        assert!(!PacketData::default().is_pto_marked());
     }
 
     #[test]

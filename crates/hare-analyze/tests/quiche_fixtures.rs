@@ -3,46 +3,20 @@
 //! payload and goodput within 1 %, "not logged" losses (quiche writes no `packet_lost`),
 //! the slow-start exit at the first congestion event with the window before the cut.
 
-use std::path::{Path, PathBuf};
+mod stack_fixtures;
+
+use std::path::PathBuf;
 
 use hare_analyze::metrics::{compute, Params};
-use hare_analyze::{read_file, PayloadSource, Trace, TraceRole};
+use hare_analyze::{PayloadSource, TraceRole};
 use serde_json::Value;
+use stack_fixtures::{trace, within};
 
 /// The fixture sets, one per quiche release (qlog layout).
 const FIXTURES: &[&str] = &["quiche-0.24", "quiche-0.24-download", "quiche-0.30"];
 
 fn fixtures() -> Vec<(PathBuf, Value)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let mut out = Vec::new();
-    for dir in FIXTURES {
-        let d = root.join(dir);
-        let truth = std::fs::read_dir(&d)
-            .unwrap_or_else(|e| panic!("{}: {e}", d.display()))
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .find(|p| p.to_string_lossy().ends_with(".truth.json"))
-            .unwrap_or_else(|| panic!("{}: no truth file", d.display()));
-        let v: Value =
-            serde_json::from_slice(&std::fs::read(&truth).expect("truth")).expect("truth json");
-        out.push((d, v));
-    }
-    out
-}
-
-fn trace(dir: &Path, truth: &Value, key: &str) -> Trace {
-    let name = truth[key].as_str().expect("qlog name");
-    let mut all = read_file(&dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-    assert_eq!(all.len(), 1, "{name}");
-    let t = all.remove(0);
-    assert!(t.skipped.is_empty(), "{name}: {:?}", t.skipped);
-    t
-}
-
-fn within(got: f64, want: f64, share: f64, what: &str) {
-    assert!(
-        (got - want).abs() <= want.abs() * share,
-        "{what}: {got} vs truth {want}"
-    );
+    stack_fixtures::fixtures(FIXTURES)
 }
 
 #[test]
