@@ -1,12 +1,15 @@
 //! BIC (`net/ipv4/tcp_bic.c`): the binary-search increase, unchanged in substance from 2.6.20
 //! to today except for `initial_ssthresh` (100 -> 0 in 66e1e3b20cbb), the "no loss yet" key
 //! of the `cnt <= 20` cap (`loss_cwnd` -> `last_max_cwnd`), and the packet-counting slow start
-//! and undo of the modern stack. Its `epoch_start` is the shared [`DelayState`]'s.
+//! and undo of the modern stack. `tcp_bic.c` has no HyStart and no `delay_min`: a spec
+//! that names `slow_start=hystart` (or `hystart++`) for BIC gets CUBIC's code for it
+//! ([`CubicSlowStart`]), a combination no kernel had.
 
-use crate::cubic::{ACK_RATIO_SHIFT, BICTCP_BETA_SCALE};
-use crate::delay::DelayState;
-use crate::ops::{CongestionOps, OpsCtx};
-use crate::profile::{AiStep, PreLossKey, Profile, UndoRule};
+use crate::clock::KernelClock;
+use crate::cubic::{CubicSlowStart, ACK_RATIO_SHIFT, BICTCP_BETA_SCALE};
+use crate::ops::{AckSample, CaEvent, CongAvoidArgs, CongestionOps, OpsCtx};
+use crate::profile::{AiStep, Algorithm, PreLossKey, Profile, SlowStartKind, UndoRule};
+use crate::tcp_cong;
 use crate::tcp_sock::{CaState, TcpSock};
 
 /// `BICTCP_B`: binary search goes to `(max + min) / B`.
@@ -25,8 +28,13 @@ pub struct Bic {
     pub last_cwnd: u32,
     /// `last_time` (jiffies).
     pub last_time: u32,
+    /// `epoch_start` (jiffies; 0 = none).
+    pub epoch_start: u32,
     /// `delayed_ack` (packets per ACK << 4), a u32 in every era of `tcp_bic.c`.
     pub delayed_ack: u32,
+    /// CUBIC's slow-start code, only when a spec names HyStart or HyStart++ for BIC
+    /// (non-kernel).
+    pub named_slow_start: Option<CubicSlowStart>,
 }
 
 impl Default for Bic {
@@ -37,19 +45,39 @@ impl Default for Bic {
             loss_cwnd: 0,
             last_cwnd: 0,
             last_time: 0,
+            epoch_start: 0,
             delayed_ack: 2 << ACK_RATIO_SHIFT,
+            named_slow_start: None,
         }
     }
 }
 
+/// CUBIC's slow-start code for BIC or Reno when the profile names a strategy only CUBIC has
+/// (`slow_start=hystart` or `hystart++`); `None` for the kernel's own slow start.
+pub fn named_slow_start(p: &Profile, algorithm: Algorithm) -> Option<CubicSlowStart> {
+    let kind = p.slow_start_for(algorithm);
+    matches!(kind, SlowStartKind::HyStart | SlowStartKind::HyStartPp)
+        .then(|| CubicSlowStart::new(p, kind, &KernelClock::new(p.hz, p.uptime_ms)))
+}
+
 impl Bic {
-    /// `bictcp_reset()` on `TCP_CA_Loss` (the caller resets `epoch_start`). Up to 2.6.39 the
+    /// `bictcp_init()`'s state for a profile.
+    pub fn new(p: &Profile) -> Self {
+        Bic {
+            named_slow_start: named_slow_start(p, Algorithm::Bic),
+            ..Bic::default()
+        }
+    }
+
+    /// `bictcp_reset()` on `TCP_CA_Loss` (`epoch_start` too). Up to 2.6.39 the
     /// reset clears `loss_cwnd` too; from the 3.x undo fix (`undo = loss-cwnd`, 4.4's
     /// `bictcp_reset` has no `loss_cwnd` line, `bictcp_init` clears it) it survives the
     /// reset, so an undo after an RTO can still restore the window.
     pub fn reset(&mut self, undo: UndoRule) {
         let loss_cwnd = self.loss_cwnd;
+        let named = self.named_slow_start;
         *self = Bic::default();
+        self.named_slow_start = named;
         if undo == UndoRule::LossCwnd {
             self.loss_cwnd = loss_cwnd;
         }
@@ -64,14 +92,7 @@ impl Bic {
 
     /// `bictcp_update(ca, cwnd)`: the binary-search `cnt`. Returns true when the kernel would
     /// have divided by a zero `delayed_ack` (hare leaves `cnt` unscaled).
-    pub fn update(
-        &mut self,
-        cwnd: u32,
-        now_jiffies: u32,
-        hz: u32,
-        p: &Profile,
-        delay: &mut DelayState,
-    ) -> bool {
+    pub fn update(&mut self, cwnd: u32, now_jiffies: u32, hz: u32, p: &Profile) -> bool {
         if self.last_cwnd == cwnd
             && (now_jiffies.wrapping_sub(self.last_time) as i32) <= (hz / 32) as i32
         {
@@ -80,8 +101,8 @@ impl Bic {
         self.last_cwnd = cwnd;
         self.last_time = now_jiffies;
 
-        if delay.epoch_start == 0 {
-            delay.epoch_start = now_jiffies; // record the beginning of an epoch
+        if self.epoch_start == 0 {
+            self.epoch_start = now_jiffies; // record the beginning of an epoch
         }
 
         // start off normal
@@ -139,8 +160,8 @@ impl Bic {
 
     /// `bictcp_recalc_ssthresh()`: fast convergence with BIC's beta, Reno halving at or
     /// below `low_window`.
-    pub fn recalc_ssthresh(&mut self, cwnd: u32, p: &Profile, delay: &mut DelayState) -> u32 {
-        delay.epoch_start = 0; // end of epoch
+    pub fn recalc_ssthresh(&mut self, cwnd: u32, p: &Profile) -> u32 {
+        self.epoch_start = 0; // end of epoch
         self.last_max_cwnd = if cwnd < self.last_max_cwnd && p.fast_convergence {
             cwnd.wrapping_mul(BICTCP_BETA_SCALE + p.bic_beta) / (2 * BICTCP_BETA_SCALE)
         } else {
@@ -166,34 +187,78 @@ impl Bic {
 }
 
 impl CongestionOps for Bic {
-    fn ssthresh(&mut self, ctx: &mut OpsCtx<'_>) -> u32 {
-        self.recalc_ssthresh(ctx.tp.snd_cwnd, ctx.profile, ctx.delay)
+    fn init(&mut self, ctx: &mut OpsCtx<'_>) {
+        // bictcp_init(): `if (initial_ssthresh) tp->snd_ssthresh = initial_ssthresh`.
+        if ctx.profile.initial_ssthresh != 0 {
+            ctx.tp.snd_ssthresh = ctx.profile.initial_ssthresh;
+        }
     }
 
-    fn cong_avoid(&mut self, ctx: &mut OpsCtx<'_>, acked: u32, now_jiffies: u32) -> u32 {
+    fn ssthresh(&mut self, ctx: &mut OpsCtx<'_>) -> u32 {
+        if let Some(ss) = &mut self.named_slow_start {
+            ss.on_reduction();
+        }
+        self.recalc_ssthresh(ctx.tp.snd_cwnd, ctx.profile)
+    }
+
+    fn cong_avoid(&mut self, ctx: &mut OpsCtx<'_>, args: &CongAvoidArgs) {
+        if let Some(ss) = &mut self.named_slow_start {
+            ss.measure_delay(ctx, self.epoch_start, args.rtt_us);
+        }
         let p = ctx.profile;
-        let guard = self.update(ctx.tp.snd_cwnd, now_jiffies, ctx.clock.hz(), p, ctx.delay);
+        if !tcp_cong::is_cwnd_limited(ctx.tp, p, args.in_flight) {
+            return;
+        }
+        let mut acked = args.acked;
+        if ctx.tp.in_slow_start(p.ss_compare) {
+            let left = match &mut self.named_slow_start {
+                Some(ss) => ss.slow_start(ctx, acked),
+                None => {
+                    let limited = p.slow_start == SlowStartKind::Limited;
+                    let (left, guards) = tcp_cong::slow_start(ctx.tp, p, limited, acked);
+                    ctx.out.guards = ctx.out.guards.saturating_add(guards);
+                    left
+                }
+            };
+            // tcp_bic.c used the whole ACK for slow start until "tcp: fix stretch ACK bugs
+            // in BIC" (5.7): `acked = tcp_slow_start(tp, acked); if (!acked) return;`.
+            if left == 0 || !p.bic_stretch_ack {
+                return;
+            }
+            acked = left;
+        }
+        let guard = self.update(ctx.tp.snd_cwnd, ctx.now_j, ctx.clock.hz(), p);
+        ctx.out.guards = ctx.out.guards.saturating_add(u32::from(guard));
         // tcp_bic.c stepped once per ACK (`tcp_cong_avoid_ai(tp, cnt, 1)` in 4.x) until 5.7's
         // stretch-ACK fix passes the ACKed packets (`tcp_cong_avoid_ai(tp, ca->cnt, acked)`).
         if p.ai_step == AiStep::PerAck {
-            ctx.tp.cong_avoid_ai_per_ack(self.cnt);
+            tcp_cong::cong_avoid_ai_per_ack(ctx.tp, self.cnt);
         } else if p.bic_stretch_ack {
-            ctx.tp.cong_avoid_ai_acked(self.cnt, acked);
+            tcp_cong::cong_avoid_ai_acked(ctx.tp, self.cnt, acked);
         } else {
-            ctx.tp.cong_avoid_ai_acked(self.cnt, 1);
+            tcp_cong::cong_avoid_ai_acked(ctx.tp, self.cnt, 1);
         }
-        u32::from(guard)
     }
 
-    fn set_state(&mut self, profile: &Profile, new_state: CaState) {
+    fn set_state(&mut self, ctx: &mut OpsCtx<'_>, new_state: CaState) {
+        // bictcp_state(): `if (new_state == TCP_CA_Loss) bictcp_reset(inet_csk_ca(sk))`.
         if new_state == CaState::Loss {
-            self.reset(profile.undo);
+            self.reset(ctx.profile.undo);
+            if let Some(ss) = &mut self.named_slow_start {
+                ss.on_loss_state(ctx);
+            }
         }
     }
 
-    fn pkts_acked(&mut self, _profile: &Profile, ca_state: CaState, pkts: u32) {
-        if ca_state == CaState::Open {
-            self.ack_ratio_sample(pkts);
+    fn cwnd_event(&mut self, _ctx: &mut OpsCtx<'_>, _event: CaEvent) {}
+
+    fn pkts_acked(&mut self, ctx: &mut OpsCtx<'_>, sample: &AckSample) {
+        // bictcp_acked(): `if (icsk->icsk_ca_state == TCP_CA_Open)` update delayed_ack.
+        if ctx.tp.ca_state == CaState::Open {
+            self.ack_ratio_sample(sample.pkts);
+        }
+        if let Some(ss) = &mut self.named_slow_start {
+            ss.pkts_acked(ctx, self.epoch_start, sample.rtt_us);
         }
     }
 

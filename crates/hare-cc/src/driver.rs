@@ -7,12 +7,10 @@
 //! Loss, held until the episode's `high_seq` is acknowledged. See `docs/KERNEL-NOTES.md`,
 //! "One ACK".
 
-use crate::delay::DelayState;
-use crate::engine::{Growth, KernelCc, TRACE_TARGET};
+use crate::engine::{CcModule, KernelCc, TRACE_TARGET};
 use crate::events::{CcEvent, ExitReason};
-use crate::hystart::HyStart;
-use crate::hystart_pp::HyStartPp;
-use crate::profile::{AckOrder, SlowStartKind};
+use crate::ops::{AckSample, CongAvoidArgs, CongestionOps};
+use crate::profile::AckOrder;
 use crate::tcp_sock::{CaState, TcpSock};
 
 /// One ACK (in QUIC: one ACK frame, i.e. one `on_end_acks` batch) as the kernel sees it.
@@ -62,11 +60,8 @@ pub(crate) struct BeforeGrowth {
     ack: AckEvent,
     now_j: u32,
     prior_in_flight: u32,
-    pub(crate) tp: TcpSock,
-    pub(crate) delay: DelayState,
-    pub(crate) growth: Growth,
-    pub(crate) hystart: HyStart,
-    hspp: HyStartPp,
+    tp: TcpSock,
+    module: CcModule,
     ss_exited: bool,
     exit: (Option<ExitReason>, Option<u32>, Option<u64>),
     guards: u32,
@@ -117,10 +112,7 @@ impl KernelCc {
             now_j,
             prior_in_flight,
             tp: self.tp,
-            delay: self.delay,
-            growth: self.growth,
-            hystart: self.hystart,
-            hspp: self.hspp,
+            module: self.module,
             ss_exited: self.ss_exited,
             exit: (self.exit_reason, self.exit_cwnd, self.exit_t_us),
             guards: self.guards,
@@ -150,10 +142,7 @@ impl KernelCc {
             return;
         }
         self.tp = b.tp;
-        self.delay = b.delay;
-        self.growth = b.growth;
-        self.hystart = b.hystart;
-        self.hspp = b.hspp;
+        self.module = b.module;
         self.ss_exited = b.ss_exited;
         (self.exit_reason, self.exit_cwnd, self.exit_t_us) = b.exit;
         self.guards = b.guards;
@@ -223,6 +212,27 @@ impl KernelCc {
         self.check_ssthresh_reached();
     }
 
+    /// `ca_ops->pkts_acked()` with the ACK's packet count: the kernel's count is packets
+    /// (`tcp_skb_pcount` >= 1 each), so an ACK of less than a segment of bytes counts one.
+    pub(crate) fn pkts_acked(&mut self, ack: &AckEvent, now_j: u32) {
+        let sample = AckSample {
+            pkts: ack.acked_pkts.max(1),
+            rtt_us: ack.rtt_us,
+        };
+        self.run_hook_at(ack.now_us, now_j, |m, ctx| m.pkts_acked(ctx, &sample));
+    }
+
+    /// `ca_ops->cong_avoid()` (`tcp_cong_avoid()`), with `prior_in_flight` for the era's
+    /// cwnd-limited test.
+    pub(crate) fn cong_avoid(&mut self, ack: &AckEvent, now_j: u32, prior_in_flight: u32) {
+        let args = CongAvoidArgs {
+            in_flight: prior_in_flight,
+            acked: ack.acked_pkts,
+            rtt_us: ack.rtt_us,
+        };
+        self.run_hook_at(ack.now_us, now_j, |m, ctx| m.cong_avoid(ctx, &args));
+    }
+
     fn loss_reaction(&mut self, now_us: u64, loss: LossSignal) {
         match loss {
             LossSignal::Loss => self.on_congestion(now_us, false),
@@ -273,7 +283,6 @@ impl KernelCc {
         self.tp.snd_cwnd = ssthresh.min(self.tp.snd_cwnd_clamp);
         self.tp.snd_cwnd_cnt = 0;
         self.tp.ca_state = CaState::Recovery;
-        self.hspp.in_css = false;
         if in_ss && !self.ss_exited {
             self.record_exit(now_us, from, ssthresh, ExitReason::Loss);
         }
@@ -333,10 +342,6 @@ impl KernelCc {
         // tcp_set_ca_state(TCP_CA_Loss): bictcp_reset() and bictcp_hystart_reset().
         self.tp.ca_state = CaState::Loss;
         self.reset_algorithm_on_loss(now_us);
-        if self.slow_start == SlowStartKind::HyStartPp {
-            self.slow_start = SlowStartKind::Standard;
-            self.hspp.in_css = false;
-        }
         self.ss_exited = false;
         self.rto_resets = self.rto_resets.saturating_add(1);
         tracing::info!(

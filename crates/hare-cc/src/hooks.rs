@@ -3,9 +3,10 @@
 //! no private field.
 //!
 //! Build a model with [`KernelCc::new`], place it in a state with [`KernelCc::start_from`]
-//! (cwnd, ssthresh, `snd_cwnd_cnt`, CA state, the algorithm's `struct bictcp`, the shared
-//! `delay_min` / `epoch_start`, HyStart's round state; the clock is the profile's `hz` and
-//! `uptime_ms`, read back with [`KernelCc::clock`]), then call the `tcp_congestion_ops` hooks
+//! (cwnd, ssthresh, `snd_cwnd_cnt`, CA state, the algorithm's `struct bictcp` with its
+//! `epoch_start`, and for CUBIC `delay_min` and HyStart's round state; the clock is the
+//! profile's `hz` and `uptime_ms`, read back with [`KernelCc::clock`]), then call the
+//! `tcp_congestion_ops` hooks
 //! of the algorithm and era one at a time: [`KernelCc::hook_pkts_acked`],
 //! [`KernelCc::hook_cong_avoid`], [`KernelCc::hook_ssthresh`], [`KernelCc::hook_set_state`],
 //! [`KernelCc::undo_cwnd`]. Whole ACKs in the era's order are [`KernelCc::on_ack`].
@@ -27,9 +28,8 @@
 
 use thiserror::Error;
 
-use crate::delay::DelayState;
-use crate::engine::{AckEvent, Growth, KernelCc};
-use crate::hystart::HyStart;
+use crate::engine::{AckEvent, CcModule, KernelCc};
+use crate::ops::CongestionOps;
 use crate::tcp_sock::{CaState, TCP_INFINITE_SSTHRESH};
 
 /// A state to start the model from. Fields left `None` keep what `init` gave.
@@ -46,12 +46,10 @@ pub struct StartState {
     /// The sender is cwnd-limited (`tp->is_cwnd_limited` with `max_packets_out = cwnd`);
     /// the old in-flight rules take `prior_in_flight` from each ACK instead.
     pub cwnd_limited: bool,
-    /// The algorithm's state (`struct bictcp` of CUBIC or BIC); must match the algorithm.
-    pub growth: Option<Growth>,
-    /// `delay_min` and `epoch_start` (the latter in jiffies of [`KernelCc::clock`]).
-    pub delay: Option<DelayState>,
-    /// HyStart's round state (CUBIC).
-    pub hystart: Option<HyStart>,
+    /// The algorithm module's state (`struct bictcp` of CUBIC or BIC, with `epoch_start` in
+    /// jiffies of [`KernelCc::clock`]; CUBIC's `delay_min` and HyStart round state are in
+    /// [`crate::cubic::Cubic::ss`]); must match the algorithm.
+    pub module: Option<CcModule>,
 }
 
 impl Default for StartState {
@@ -63,9 +61,7 @@ impl Default for StartState {
             snd_cwnd_cnt: 0,
             ca_state: CaState::Open,
             cwnd_limited: true,
-            growth: None,
-            delay: None,
-            hystart: None,
+            module: None,
         }
     }
 }
@@ -91,19 +87,13 @@ impl KernelCc {
         if s.cwnd == 0 {
             return Err(StartError::ZeroCwnd);
         }
-        if let Some(g) = &s.growth {
-            let same = matches!(
-                (g, &self.growth),
-                (Growth::Cubic(_), Growth::Cubic(_))
-                    | (Growth::Bic(_), Growth::Bic(_))
-                    | (Growth::Reno(_), Growth::Reno(_))
-            );
-            if !same {
+        if let Some(m) = &s.module {
+            if !m.same_algorithm(&self.module) {
                 return Err(StartError::AlgorithmMismatch {
                     expected: self.algorithm.as_str(),
                 });
             }
-            self.growth = *g;
+            self.module = *m;
         }
         self.before_growth = None;
         let tp = &mut self.tp;
@@ -113,18 +103,12 @@ impl KernelCc {
         tp.ca_state = s.ca_state;
         tp.is_cwnd_limited = s.cwnd_limited;
         tp.max_packets_out = if s.cwnd_limited { tp.snd_cwnd } else { 0 };
-        if let Some(d) = s.delay {
-            self.delay = d;
-        }
-        if let Some(h) = s.hystart {
-            self.hystart = h;
-        }
         let _ = self.drain_events().count();
         Ok(())
     }
 
-    /// `pkts_acked` alone (the `delayed_ack` EWMA in Open, the delay sample into
-    /// `delay_min`, HyStart), with `ack.acked_pkts` packets (at least 1) and `ack.rtt_us`.
+    /// `pkts_acked` alone (the `delayed_ack` EWMA in Open; CUBIC's delay sample into
+    /// `delay_min` and HyStart), with `ack.acked_pkts` packets (at least 1) and `ack.rtt_us`.
     pub fn hook_pkts_acked(&mut self, ack: &AckEvent) {
         self.t_us = ack.now_us;
         self.before_growth = None;
@@ -151,14 +135,13 @@ impl KernelCc {
         self.alg_ssthresh()
     }
 
-    /// `tcp_set_ca_state()`: the new state, and for `Loss` the algorithm's `set_state`
-    /// (`bictcp_reset`, HyStart reset) without the rest of `tcp_enter_loss`.
+    /// `tcp_set_ca_state()`: the module's `set_state` (CUBIC / BIC reset on `Loss`:
+    /// `bictcp_reset`, HyStart reset), then the new state, without the rest of
+    /// `tcp_enter_loss`.
     pub fn hook_set_state(&mut self, now_us: u64, state: CaState) {
         self.before_growth = None;
         self.t_us = now_us;
+        self.run_hook(now_us, |m, ctx| m.set_state(ctx, state));
         self.tp.ca_state = state;
-        if state == CaState::Loss {
-            self.reset_algorithm_on_loss(now_us);
-        }
     }
 }

@@ -1,13 +1,17 @@
-//! The hooks an algorithm module owns, shaped like `struct tcp_congestion_ops`: `ssthresh`,
-//! `cong_avoid`'s growth step, `set_state`, `pkts_acked`'s per-module part and `undo_cwnd`,
-//! each with the arguments its kernel era passes. `tcp_cubic.c` ([`crate::cubic::Cubic`]),
-//! `tcp_bic.c` ([`crate::bic::Bic`]) and `tcp_cong.c`'s Reno ([`crate::reno::Reno`])
-//! implement it; the ACK driver calls them in the era's order, and the shared steps
-//! (`tcp_slow_start`, `tcp_cong_avoid_ai`) are `TcpSock`'s, as `tcp_cong.c` has them.
+//! The hooks an algorithm module owns, shaped like `struct tcp_congestion_ops`: `init`,
+//! `ssthresh`, `cong_avoid`, `set_state`, `cwnd_event`, `pkts_acked` and `undo_cwnd`, each
+//! with the arguments its kernel era passes (the union of them; each hook says which era
+//! reads what). `tcp_cubic.c` ([`crate::cubic::Cubic`]), `tcp_bic.c` ([`crate::bic::Bic`])
+//! and `tcp_cong.c`'s Reno ([`crate::reno::Reno`]) implement it and call the shared steps of
+//! [`crate::tcp_cong`] themselves; [`CcModule`] dispatches to the connection's module without
+//! a trait object.
 
+use crate::bic::Bic;
 use crate::clock::KernelClock;
-use crate::delay::DelayState;
+use crate::cubic::{Cubic, CubicSlowStart};
+use crate::events::{CcEvent, ExitReason};
 use crate::profile::Profile;
+use crate::reno::Reno;
 use crate::tcp_sock::{CaState, TcpSock};
 
 /// What every hook may read or change besides the module's own state.
@@ -18,28 +22,214 @@ pub struct OpsCtx<'a> {
     pub profile: &'a Profile,
     /// The clocks (HZ, jiffies).
     pub clock: &'a KernelClock,
-    /// `delay_min` / `epoch_start` (`struct bictcp`'s, shared with CUBIC's HyStart).
-    pub delay: &'a mut DelayState,
+    /// `sk_pacing_status != SK_PACING_NONE` (HyStart 5.6+, HyStart++'s `L`).
+    pub paced: bool,
+    /// Microseconds since the connection was built.
+    pub now_us: u64,
+    /// `tcp_jiffies32` at `now_us`.
+    pub now_j: u32,
+    /// What the hook decided that the driver reports.
+    pub out: &'a mut HookOut,
+}
+
+/// A slow-start exit a module decided (HyStart, HyStart++'s end of CSS); it has already set
+/// `snd_ssthresh = cwnd`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SsExit {
+    /// When.
+    pub t_us: u64,
+    /// cwnd (= the new ssthresh) at the exit.
+    pub cwnd: u32,
+    /// Which test fired.
+    pub reason: ExitReason,
+}
+
+/// HyStart++ entered (`true`) or left (`false`) Conservative Slow Start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CssChange {
+    /// Entered (the RTT rose) or aborted (it fell below the baseline).
+    pub entered: bool,
+    /// When.
+    pub t_us: u64,
+    /// cwnd at the change.
+    pub cwnd: u32,
+}
+
+impl CssChange {
+    /// The event observers see.
+    pub fn event(&self) -> CcEvent {
+        let (t_us, cwnd) = (self.t_us, self.cwnd);
+        if self.entered {
+            CcEvent::CssEntered { t_us, cwnd }
+        } else {
+            CcEvent::CssAborted { t_us, cwnd }
+        }
+    }
+}
+
+/// The decisions of one hook call that the driver turns into events and counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HookOut {
+    /// A slow-start exit.
+    pub exit: Option<SsExit>,
+    /// A HyStart++ CSS change.
+    pub css: Option<CssChange>,
+    /// Kernel divisions by zero or endless loops replaced by a defined path.
+    pub guards: u32,
+}
+
+/// `cong_avoid`'s arguments (2.6.20: `ack, rtt, in_flight, good`; 2.6.29: `ack, in_flight`;
+/// 3.18+: `ack, acked`). `ack` is `tp->snd_una` of the socket.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CongAvoidArgs {
+    /// `prior_in_flight` (packets in flight before the ACK), read by the cwnd-limited test
+    /// before 3.16.
+    pub in_flight: u32,
+    /// Packets newly acknowledged (1 per ACK in the eras that count ACKs).
+    pub acked: u32,
+    /// 2.6.20 - 2.6.22: the RTT of the echoed timestamp, for `measure_delay()`.
+    pub rtt_us: Option<u64>,
+}
+
+/// `pkts_acked`'s arguments (2.6.20: `num_acked`; 2.6.29: `cnt, rtt_us`; 4.6+: `struct
+/// ack_sample`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AckSample {
+    /// Packets acknowledged by the ACK (at least 1).
+    pub pkts: u32,
+    /// `ca_rtt_us`: RTT of the most recently sent acknowledged packet, when there is one.
+    pub rtt_us: Option<u64>,
+}
+
+/// `enum tcp_ca_event` values the modules react to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaEvent {
+    /// `CA_EVENT_TX_START`: first transmission with nothing in flight; `idle_jiffies` since
+    /// the last send (`tcp_jiffies32 - lsndtime`).
+    TxStart {
+        /// Jiffies since the last data sent.
+        idle_jiffies: i32,
+    },
 }
 
 /// `struct tcp_congestion_ops` as hare's algorithm modules implement it.
 pub trait CongestionOps {
+    /// `.init` (`bictcp_init`): module parameters such as `initial_ssthresh`, the first
+    /// HyStart round. Runs once, after `tcp_init_congestion_control()` set the window.
+    fn init(&mut self, ctx: &mut OpsCtx<'_>);
+
     /// `.ssthresh`: the threshold after a loss (the module also ends its epoch and records
     /// its loss state); reads `tp->snd_cwnd`.
     fn ssthresh(&mut self, ctx: &mut OpsCtx<'_>) -> u32;
 
-    /// `.cong_avoid` after slow start: the growth function and the additive-increase step
-    /// for `acked` (1 per ACK before 2015, packets after). Returns the guards taken (kernel
-    /// divisions by zero replaced by a defined path).
-    fn cong_avoid(&mut self, ctx: &mut OpsCtx<'_>, acked: u32, now_jiffies: u32) -> u32;
+    /// `.cong_avoid`: the cwnd-limited test, slow start, the growth function and the
+    /// additive-increase step, each from [`crate::tcp_cong`] in the module's era form.
+    fn cong_avoid(&mut self, ctx: &mut OpsCtx<'_>, args: &CongAvoidArgs);
 
     /// `.set_state`: CUBIC and BIC reset on `TCP_CA_Loss` (`bictcp_reset`).
-    fn set_state(&mut self, profile: &Profile, new_state: CaState);
+    fn set_state(&mut self, ctx: &mut OpsCtx<'_>, new_state: CaState);
 
-    /// The module's own part of `.pkts_acked` with the ACK's packet count: the
-    /// `delayed_ack` EWMA (`TCP_CA_Open` only, in every era that has it).
-    fn pkts_acked(&mut self, profile: &Profile, ca_state: CaState, pkts: u32);
+    /// `.cwnd_event`.
+    fn cwnd_event(&mut self, ctx: &mut OpsCtx<'_>, event: CaEvent);
+
+    /// `.pkts_acked`: the `delayed_ack` EWMA (`TCP_CA_Open` only, in every era that has it)
+    /// and, in CUBIC, the delay sample and HyStart.
+    fn pkts_acked(&mut self, ctx: &mut OpsCtx<'_>, sample: &AckSample);
 
     /// `.undo_cwnd` of the era.
     fn undo_cwnd(&self, tp: &TcpSock, profile: &Profile) -> u32;
+}
+
+/// The connection's algorithm module and its private state (`inet_csk_ca(sk)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CcModule {
+    /// `tcp_cubic.c`.
+    Cubic(Cubic),
+    /// `tcp_bic.c`.
+    Bic(Bic),
+    /// `tcp_cong.c` Reno.
+    Reno(Reno),
+}
+
+macro_rules! each_module {
+    ($self:expr, $m:ident => $body:expr) => {
+        match $self {
+            CcModule::Cubic($m) => $body,
+            CcModule::Bic($m) => $body,
+            CcModule::Reno($m) => $body,
+        }
+    };
+}
+
+impl CcModule {
+    /// The slow-start state CUBIC owns (BIC / Reno: only under a named non-kernel strategy).
+    pub fn slow_start_state(&self) -> Option<&CubicSlowStart> {
+        match self {
+            CcModule::Cubic(c) => Some(&c.ss),
+            CcModule::Bic(b) => b.named_slow_start.as_ref(),
+            CcModule::Reno(r) => r.named_slow_start.as_ref(),
+        }
+    }
+
+    /// `epoch_start` (CUBIC, BIC; 0 = none and always for Reno).
+    pub fn epoch_start(&self) -> u32 {
+        match self {
+            CcModule::Cubic(c) => c.epoch_start,
+            CcModule::Bic(b) => b.epoch_start,
+            CcModule::Reno(_) => 0,
+        }
+    }
+
+    /// `(last_max_cwnd, bic_K, bic_origin_point, cnt)` for snapshots (Reno's cnt is cwnd).
+    pub fn growth_view(&self, cwnd: u32) -> (u32, u32, u32, u32) {
+        match self {
+            CcModule::Cubic(c) => (c.last_max_cwnd, c.bic_k, c.bic_origin_point, c.cnt),
+            CcModule::Bic(b) => (b.last_max_cwnd, 0, 0, b.cnt),
+            CcModule::Reno(_) => (0, 0, 0, cwnd),
+        }
+    }
+
+    /// Guards counted inside the module (CUBIC's).
+    pub fn own_guards(&self) -> u32 {
+        match self {
+            CcModule::Cubic(c) => c.guards,
+            _ => 0,
+        }
+    }
+
+    /// Same algorithm as `other`.
+    pub fn same_algorithm(&self, other: &CcModule) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+    }
+}
+
+impl CongestionOps for CcModule {
+    #[inline]
+    fn init(&mut self, ctx: &mut OpsCtx<'_>) {
+        each_module!(self, m => m.init(ctx))
+    }
+    #[inline]
+    fn ssthresh(&mut self, ctx: &mut OpsCtx<'_>) -> u32 {
+        each_module!(self, m => m.ssthresh(ctx))
+    }
+    #[inline]
+    fn cong_avoid(&mut self, ctx: &mut OpsCtx<'_>, args: &CongAvoidArgs) {
+        each_module!(self, m => m.cong_avoid(ctx, args))
+    }
+    #[inline]
+    fn set_state(&mut self, ctx: &mut OpsCtx<'_>, new_state: CaState) {
+        each_module!(self, m => m.set_state(ctx, new_state))
+    }
+    #[inline]
+    fn cwnd_event(&mut self, ctx: &mut OpsCtx<'_>, event: CaEvent) {
+        each_module!(self, m => m.cwnd_event(ctx, event))
+    }
+    #[inline]
+    fn pkts_acked(&mut self, ctx: &mut OpsCtx<'_>, sample: &AckSample) {
+        each_module!(self, m => m.pkts_acked(ctx, sample))
+    }
+    #[inline]
+    fn undo_cwnd(&self, tp: &TcpSock, profile: &Profile) -> u32 {
+        each_module!(self, m => CongestionOps::undo_cwnd(m, tp, profile))
+    }
 }

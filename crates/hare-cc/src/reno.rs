@@ -1,53 +1,87 @@
 //! Reno (`tcp_reno_cong_avoid`, `tcp_reno_ssthresh`, `tcp_reno_undo_cwnd` in
-//! `net/ipv4/tcp_cong.c`): slow start of the era, then `tcp_cong_avoid_ai(tp, snd_cwnd)`
-//! (+1 per window of ACKs, or of packets from 2015); ssthresh is half the window.
+//! `net/ipv4/tcp_cong.c`, [`crate::tcp_cong`]): slow start of the era, then
+//! `tcp_cong_avoid_ai(tp, snd_cwnd)` (+1 per window of ACKs, or of packets from 2015);
+//! ssthresh is half the window. Reno has no `init`, `pkts_acked` or `set_state`; a spec that
+//! names `slow_start=hystart` (or `hystart++`) for Reno gets CUBIC's code for it
+//! ([`CubicSlowStart`]), a combination no kernel had.
 
-use crate::ops::{CongestionOps, OpsCtx};
-use crate::profile::{AiStep, Profile, UndoRule};
+use crate::bic::named_slow_start;
+use crate::cubic::CubicSlowStart;
+use crate::ops::{AckSample, CaEvent, CongAvoidArgs, CongestionOps, OpsCtx};
+use crate::profile::{Algorithm, Profile};
+use crate::tcp_cong;
 use crate::tcp_sock::{CaState, TcpSock};
 
-/// Reno: no private state (`tcp_reno_cong_avoid`, `tcp_reno_ssthresh`).
+pub use crate::tcp_cong::{reno_ssthresh, reno_undo_cwnd};
+
+/// Reno: no private state in the kernel.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Reno;
+pub struct Reno {
+    /// CUBIC's slow-start code, only when a spec names HyStart or HyStart++ for Reno
+    /// (non-kernel).
+    pub named_slow_start: Option<CubicSlowStart>,
+}
+
+impl Reno {
+    /// Reno for a profile (the named non-kernel slow start, if any).
+    pub fn new(p: &Profile) -> Self {
+        Reno {
+            named_slow_start: named_slow_start(p, Algorithm::Reno),
+        }
+    }
+}
 
 impl CongestionOps for Reno {
+    fn init(&mut self, _ctx: &mut OpsCtx<'_>) {}
+
     fn ssthresh(&mut self, ctx: &mut OpsCtx<'_>) -> u32 {
-        // Reno has no epoch; the shared epoch (used by a named HyStart's blackout) ends too.
-        ctx.delay.epoch_start = 0;
-        reno_ssthresh(ctx.tp.snd_cwnd)
-    }
-
-    fn cong_avoid(&mut self, ctx: &mut OpsCtx<'_>, acked: u32, _now_jiffies: u32) -> u32 {
-        // tcp_reno_cong_avoid(): tcp_cong_avoid_ai(tp, tp->snd_cwnd[, acked]).
-        let w = ctx.tp.snd_cwnd;
-        if ctx.profile.ai_step == AiStep::PerAck {
-            ctx.tp.cong_avoid_ai_per_ack(w);
-        } else {
-            ctx.tp.cong_avoid_ai_acked(w, acked);
+        if let Some(ss) = &mut self.named_slow_start {
+            ss.on_reduction();
         }
-        0
+        tcp_cong::reno_ssthresh(ctx.tp.snd_cwnd)
     }
 
-    fn set_state(&mut self, _profile: &Profile, _new_state: CaState) {}
+    fn cong_avoid(&mut self, ctx: &mut OpsCtx<'_>, args: &CongAvoidArgs) {
+        let Some(ss) = &mut self.named_slow_start else {
+            let p = ctx.profile;
+            let g = tcp_cong::reno_cong_avoid(ctx.tp, p, args.in_flight, args.acked);
+            ctx.out.guards = ctx.out.guards.saturating_add(g);
+            return;
+        };
+        // The named non-kernel combination: tcp_reno_cong_avoid() with CUBIC's slow start.
+        ss.measure_delay(ctx, 0, args.rtt_us);
+        let p = ctx.profile;
+        if !tcp_cong::is_cwnd_limited(ctx.tp, p, args.in_flight) {
+            return;
+        }
+        let mut acked = args.acked;
+        if ctx.tp.in_slow_start(p.ss_compare) {
+            acked = ss.slow_start(ctx, acked);
+            if acked == 0 {
+                return;
+            }
+        }
+        let w = ctx.tp.snd_cwnd;
+        tcp_cong::cong_avoid_ai(ctx.tp, p, w, acked);
+    }
 
-    fn pkts_acked(&mut self, _profile: &Profile, _ca_state: CaState, _pkts: u32) {}
+    fn set_state(&mut self, ctx: &mut OpsCtx<'_>, new_state: CaState) {
+        if new_state == CaState::Loss {
+            if let Some(ss) = &mut self.named_slow_start {
+                ss.on_loss_state(ctx);
+            }
+        }
+    }
+
+    fn cwnd_event(&mut self, _ctx: &mut OpsCtx<'_>, _event: CaEvent) {}
+
+    fn pkts_acked(&mut self, ctx: &mut OpsCtx<'_>, sample: &AckSample) {
+        if let Some(ss) = &mut self.named_slow_start {
+            ss.pkts_acked(ctx, 0, sample.rtt_us);
+        }
+    }
 
     fn undo_cwnd(&self, tp: &TcpSock, profile: &Profile) -> u32 {
-        reno_undo_cwnd(tp.snd_cwnd, tp.snd_ssthresh, tp.prior_cwnd, profile.undo)
-    }
-}
-
-/// `tcp_reno_ssthresh()`: `max(cwnd >> 1, 2)`.
-pub fn reno_ssthresh(cwnd: u32) -> u32 {
-    (cwnd >> 1).max(2)
-}
-
-/// The window after an undo: `tcp_reno_undo_cwnd()` (`max(cwnd, prior_cwnd)`, 4.13+), or,
-/// before Reno had an `undo_cwnd` op, `tcp_undo_cwnd_reduction()`'s
-/// `max(cwnd, ssthresh << 1)`.
-pub fn reno_undo_cwnd(cwnd: u32, ssthresh: u32, prior_cwnd: u32, rule: UndoRule) -> u32 {
-    match rule {
-        UndoRule::PriorCwnd => cwnd.max(prior_cwnd),
-        UndoRule::LastMax | UndoRule::LossCwnd => cwnd.max(ssthresh << 1),
+        tcp_cong::reno_undo_cwnd(tp.snd_cwnd, tp.snd_ssthresh, tp.prior_cwnd, profile.undo)
     }
 }

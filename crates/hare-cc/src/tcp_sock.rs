@@ -1,5 +1,6 @@
-//! The `struct tcp_sock` fields congestion control touches, and the generic helpers of
-//! `tcp_cong.c` / `tcp.h` / `tcp_output.c` that act on them, per era.
+//! The `struct tcp_sock` fields congestion control touches, and the socket bookkeeping of
+//! `tcp_input.c` / `tcp_output.c` around them (RTT estimator, pacing rate,
+//! `tcp_cwnd_validate`). The shared congestion-control steps are [`crate::tcp_cong`]'s.
 //!
 //! Units are the kernel's: windows in segments, `snd_cwnd_cnt` the fractional AI counter,
 //! `srtt_us` in microseconds << 3. Sequence numbers are QUIC packet numbers: `snd_nxt` is the
@@ -117,138 +118,6 @@ impl TcpSock {
         }
     }
 
-    /// 2.6.20 `tcp_slow_start()` with ABC off: +1 per ACK, up to the clamp.
-    pub fn slow_start_per_ack(&mut self) {
-        if self.snd_cwnd < self.snd_cwnd_clamp {
-            self.snd_cwnd += 1;
-        }
-    }
-
-    /// 2.6.22 - 3.12 `tcp_slow_start()` (886236c1247a): credit `cwnd` (or `max_ssthresh / 2`
-    /// above `max_ssthresh`, RFC 3742) to `snd_cwnd_cnt`, then +1 per `cwnd` of credit.
-    /// `times` repeats the per-ACK step (1 in the kernel; hare's limited slow start on
-    /// packet-counting eras passes the packets ACKed).
-    pub fn slow_start_per_ack_cnt(&mut self, max_ssthresh: u32, times: u32) -> u32 {
-        let mut guards = 0;
-        for _ in 0..times.min(MAX_SS_STEPS) {
-            let cnt = if max_ssthresh > 0 && self.snd_cwnd > max_ssthresh {
-                max_ssthresh >> 1
-            } else {
-                self.snd_cwnd
-            };
-            // `tp->snd_cwnd_cnt += cnt`: a u16 to 2.6.23 keeps only the low 16 bits, so from
-            // cwnd 32,768 the credit wraps (f78a1b38928 made it 32-bit in 2.6.24).
-            self.snd_cwnd_cnt = self.snd_cwnd_cnt.wrapping_add(cnt) & self.cwnd_cnt_mask;
-            guards += self.drain_credit();
-        }
-        guards
-    }
-
-    /// `while (snd_cwnd_cnt >= snd_cwnd) { snd_cwnd_cnt -= snd_cwnd; cwnd++ (to the clamp) }`.
-    /// Returns 1 when the loop had to be cut short (a guard; see [`MAX_CREDIT_STEPS`]).
-    fn drain_credit(&mut self) -> u32 {
-        for _ in 0..MAX_CREDIT_STEPS {
-            if self.snd_cwnd == 0 || self.snd_cwnd_cnt < self.snd_cwnd {
-                return 0;
-            }
-            self.snd_cwnd_cnt -= self.snd_cwnd;
-            if self.snd_cwnd < self.snd_cwnd_clamp {
-                self.snd_cwnd += 1;
-            }
-        }
-        // Only reachable with a credit of more than ~2^20 windows; settle it at the current
-        // window (the kernel would loop on).
-        if self.snd_cwnd > 0 {
-            self.snd_cwnd_cnt %= self.snd_cwnd;
-        }
-        1
-    }
-
-    /// 4.x+ `tcp_slow_start(tp, acked)`: `cwnd = min(cwnd + acked, ssthresh)`, returning the
-    /// ACKed packets left over for congestion avoidance.
-    pub fn slow_start_acked(&mut self, acked: u32) -> u32 {
-        let cwnd = self.snd_cwnd.saturating_add(acked).min(self.snd_ssthresh);
-        let used = cwnd.saturating_sub(self.snd_cwnd);
-        let left = acked - used.min(acked);
-        self.snd_cwnd = cwnd.min(self.snd_cwnd_clamp);
-        left
-    }
-
-    /// Pre-2015 additive increase (`tcp_cong_avoid_ai(tp, w)` of 2.6.30, inline before):
-    /// one call per ACK, +1 after `w + 1` calls.
-    pub fn cong_avoid_ai_per_ack(&mut self, w: u32) {
-        if self.snd_cwnd_cnt >= w {
-            if self.snd_cwnd < self.snd_cwnd_clamp {
-                self.snd_cwnd += 1;
-            }
-            self.snd_cwnd_cnt = 0;
-        } else {
-            // `tp->snd_cwnd_cnt++` on the field's width: a u16 (to 2.6.23) wraps to 0 when
-            // `w` exceeds 65,535 (CUBIC's `cnt = 100 * cwnd` from cwnd 656).
-            self.snd_cwnd_cnt = self.snd_cwnd_cnt.wrapping_add(1) & self.cwnd_cnt_mask;
-        }
-    }
-
-    /// 2015+ `tcp_cong_avoid_ai(tp, w, acked)`: +1 per `w` packets ACKed.
-    pub fn cong_avoid_ai_acked(&mut self, w: u32, acked: u32) {
-        // w >= 1 always here (cnt is floored at 1 or 2, Reno passes cwnd >= 1); guard anyway.
-        let w = w.max(1);
-        // If credits accumulated at a higher w, apply them gently now.
-        if self.snd_cwnd_cnt >= w {
-            self.snd_cwnd_cnt = 0;
-            self.snd_cwnd = self.snd_cwnd.saturating_add(1);
-        }
-        self.snd_cwnd_cnt = self.snd_cwnd_cnt.saturating_add(acked);
-        if self.snd_cwnd_cnt >= w {
-            let delta = self.snd_cwnd_cnt / w;
-            self.snd_cwnd_cnt -= delta * w;
-            self.snd_cwnd = self.snd_cwnd.saturating_add(delta);
-        }
-        self.snd_cwnd = self.snd_cwnd.min(self.snd_cwnd_clamp);
-    }
-
-    /// The cwnd-limited test that gates `cong_avoid`, per era. `in_flight` is the
-    /// `prior_in_flight` of `tcp_ack()` (packets in flight before this ACK) for the old rules.
-    pub fn is_cwnd_limited(&self, rule: CwndLimitedRule, ctx: &CwndLimitedCtx) -> bool {
-        let cwnd = self.snd_cwnd;
-        match rule {
-            CwndLimitedRule::InFlightV1 => {
-                if ctx.in_flight >= cwnd {
-                    return true;
-                }
-                if !ctx.gso {
-                    return false;
-                }
-                let left = cwnd - ctx.in_flight;
-                if ctx.tso_win_divisor != 0 {
-                    left.wrapping_mul(ctx.tso_win_divisor) < cwnd
-                } else {
-                    left <= ctx.reordering
-                }
-            }
-            CwndLimitedRule::InFlight => {
-                if ctx.in_flight >= cwnd {
-                    return true;
-                }
-                let left = cwnd - ctx.in_flight;
-                if ctx.gso
-                    && left.wrapping_mul(ctx.tso_win_divisor) < cwnd
-                    && left.wrapping_mul(self.mss) < ctx.gso_max_size
-                {
-                    return true;
-                }
-                left <= ctx.reordering
-            }
-            CwndLimitedRule::MaxPacketsOut | CwndLimitedRule::CwndUsage => {
-                // If in slow start, ensure cwnd grows to twice what was ACKed.
-                if self.in_slow_start(ctx.ss_compare) {
-                    return cwnd < self.max_packets_out.wrapping_mul(2);
-                }
-                self.is_cwnd_limited
-            }
-        }
-    }
-
     /// `tcp_cwnd_validate()` bookkeeping after a send: `now_limited` is
     /// `packets_in_flight >= cwnd` after the send.
     pub fn cwnd_validate(&mut self, rule: CwndLimitedRule, now_limited: bool) {
@@ -310,27 +179,4 @@ impl TcpSock {
             }
         };
     }
-}
-
-/// Bound on the per-ACK repetitions of the RFC 3742 step in packet-counting eras.
-const MAX_SS_STEPS: u32 = 1 << 16;
-
-/// Bound on the credit-draining loop of `tcp_slow_start()` (see `drain_credit`).
-pub const MAX_CREDIT_STEPS: u32 = 1 << 20;
-
-/// Inputs of [`TcpSock::is_cwnd_limited`] that are not socket fields.
-#[derive(Debug, Clone, Copy)]
-pub struct CwndLimitedCtx {
-    /// `prior_in_flight` of this ACK.
-    pub in_flight: u32,
-    /// `sk_can_gso()`.
-    pub gso: bool,
-    /// `sysctl_tcp_tso_win_divisor`.
-    pub tso_win_divisor: u32,
-    /// `tcp_max_burst()` = `tp->reordering`.
-    pub reordering: u32,
-    /// `sk_gso_max_size`.
-    pub gso_max_size: u32,
-    /// The era's slow-start test.
-    pub ss_compare: SsCompare,
 }

@@ -7,10 +7,11 @@
 mod kernel_support;
 
 use hare_cc::clock::KernelClock;
+use hare_cc::cubic::delay::{delay_of, DelayRules};
 use hare_cc::cubic::{Cubic, CubicUpdate};
-use hare_cc::delay::{DelayRules, DelayState};
-use hare_cc::engine::{AckEvent, Growth, KernelCc, LossSignal};
+use hare_cc::engine::{AckEvent, CcModule, KernelCc, LossSignal};
 use hare_cc::profile::{ClockKind, DelayBlackout, RttSample};
+use hare_cc::tcp_cong;
 use hare_cc::tcp_sock::TcpSock;
 use hare_cc::{Algorithm, Phase};
 use kernel_support::{profile, Manual};
@@ -44,7 +45,7 @@ fn bic_linux_6_passes_the_slow_start_leftover_to_cong_avoid_ai() {
         let mut m = Manual::new(Algorithm::Bic, &p, true);
         m.ack_n(MS, 5, 80 * MS);
         assert_eq!(m.cc.cwnd(), cwnd, "{name}");
-        let Growth::Bic(b) = m.cc.growth() else {
+        let CcModule::Bic(b) = m.cc.module() else {
             panic!("bic")
         };
         assert_eq!(b.delayed_ack, 35, "{name}");
@@ -92,10 +93,8 @@ fn cubic_2_6_39_t_is_unsigned_long_across_a_jiffies_wrap() {
         c.last_max_cwnd = 100;
         c.loss_cwnd = 100;
         c.bic_origin_point = 100;
-        let mut delay = DelayState {
-            delay_min: 80,
-            epoch_start: 0xffff_ff00,
-        };
+        c.ss.delay_min = 80;
+        c.epoch_start = 0xffff_ff00;
         let u = CubicUpdate {
             profile: &p,
             cwnd: 100,
@@ -104,7 +103,7 @@ fn cubic_2_6_39_t_is_unsigned_long_across_a_jiffies_wrap() {
             clock: &clock,
             clock_kind: ClockKind::Ms,
         };
-        c.update(&u, &mut delay);
+        c.update(&u);
         c.cnt
     };
     assert_eq!(cnt_for("ulong"), 1);
@@ -121,21 +120,21 @@ fn snd_cwnd_cnt_is_16_bits_to_2_6_23() {
     // tp->snd_cwnd) ...` on a u16 field (32-bit from f78a1b38928, 2.6.24).
     let mut old = TcpSock::new(40_000, u32::MAX, 1448).with_cwnd_cnt_bits(16);
     old.snd_cwnd_cnt = 30_000;
-    old.slow_start_per_ack_cnt(0, 1);
+    tcp_cong::slow_start_credit(&mut old, 0, 1);
     // 30,000 + 40,000 = 70,000 keeps 4,464 in 16 bits: below cwnd, no increase.
     assert_eq!((old.snd_cwnd, old.snd_cwnd_cnt), (40_000, 4_464));
     let mut new = TcpSock::new(40_000, u32::MAX, 1448);
     new.snd_cwnd_cnt = 30_000;
-    new.slow_start_per_ack_cnt(0, 1);
+    tcp_cong::slow_start_credit(&mut new, 0, 1);
     assert_eq!((new.snd_cwnd, new.snd_cwnd_cnt), (40_001, 30_000));
     // From cwnd 65,536 a whole-window credit is 0 in 16 bits: slow start stops.
     let mut stuck = TcpSock::new(70_000, u32::MAX, 1448).with_cwnd_cnt_bits(16);
-    stuck.slow_start_per_ack_cnt(0, 1);
+    tcp_cong::slow_start_credit(&mut stuck, 0, 1);
     assert_eq!((stuck.snd_cwnd, stuck.snd_cwnd_cnt), (70_000, 4_464));
     // The per-ACK AI counter `snd_cwnd_cnt++` wraps at 65,536.
     let mut ai = TcpSock::new(700, u32::MAX, 1448).with_cwnd_cnt_bits(16);
     ai.snd_cwnd_cnt = 65_535;
-    ai.cong_avoid_ai_per_ack(70_000);
+    tcp_cong::cong_avoid_ai_per_ack(&mut ai, 70_000);
     assert_eq!((ai.snd_cwnd, ai.snd_cwnd_cnt), (700, 0));
     for (name, bits) in [
         ("linux-2.6.20", "16"),
@@ -212,8 +211,8 @@ fn ca_loss_holds_until_high_seq_and_freezes_delayed_ack() {
     // until high_seq is acknowledged.
     let p = profile("linux-2.6.39", &[("initial_cwnd", "10"), ("hystart", "0")]);
     let mut m = Manual::new(Algorithm::Cubic, &p, true);
-    let delayed_ack = |m: &Manual| match m.cc.growth() {
-        Growth::Cubic(c) => c.delayed_ack,
+    let delayed_ack = |m: &Manual| match m.cc.module() {
+        CcModule::Cubic(c) => c.delayed_ack,
         _ => unreachable!("cubic"),
     };
     m.ack_n(MS, 3, 80 * MS);
@@ -248,7 +247,7 @@ fn srtt_takes_the_oldest_packet_and_pkts_acked_the_newest() {
         ..Default::default()
     });
     assert_eq!(cc.tcp_sock().srtt_us, 30_000 << 3);
-    assert_eq!(cc.delay_state().delay_min, 10_000);
+    assert_eq!(cc.delay_min(), 10_000);
 }
 
 #[test]
@@ -263,15 +262,9 @@ fn sample_edges() {
         blackout: DelayBlackout::Always,
         hystart: false,
     };
-    assert_eq!(
-        DelayState::delay_of(&tsecr, &clock, 100 * MS, 100 * MS),
-        None
-    );
+    assert_eq!(delay_of(&tsecr, &clock, 100 * MS, 100 * MS), None);
     // Sent at 4 ms (jiffy 1), now 100 ms (jiffy 25): 24 jiffies << 3.
-    assert_eq!(
-        DelayState::delay_of(&tsecr, &clock, 100 * MS, 96 * MS),
-        Some(192)
-    );
+    assert_eq!(delay_of(&tsecr, &clock, 100 * MS, 96 * MS), Some(192));
     // ack_sample.rtt_us is an s32: 2^31 us or more is negative, no sample.
     let us = DelayRules {
         clock: ClockKind::Us,
@@ -280,11 +273,8 @@ fn sample_edges() {
         hystart: true,
     };
     let big = 1u64 << 31;
-    assert_eq!(DelayState::delay_of(&us, &clock, big + 1, big), None);
-    assert_eq!(
-        DelayState::delay_of(&us, &clock, big, big - 1),
-        Some(i32::MAX as u32)
-    );
+    assert_eq!(delay_of(&us, &clock, big + 1, big), None);
+    assert_eq!(delay_of(&us, &clock, big, big - 1), Some(i32::MAX as u32));
 }
 
 #[test]

@@ -4,10 +4,11 @@
 use hare_cc::bic::Bic;
 use hare_cc::clock::{msecs_to_jiffies, usecs_to_jiffies, KernelClock};
 use hare_cc::cuberoot::{cube_root_newton, cube_root_table, CBRT_TABLE};
+use hare_cc::cubic::delay::{delay_of, in_blackout, DelayRules};
+use hare_cc::cubic::hystart::{HyStart, HyStartInput};
+use hare_cc::cubic::hystart_ack_delay_us;
 use hare_cc::cubic::{beta_scale, cube_factor, cubic_delta, Cubic, CubicUpdate};
-use hare_cc::delay::{DelayRules, DelayState};
-use hare_cc::engine::{hystart_ack_delay_us, rfc3390_initial_cwnd};
-use hare_cc::hystart::{HyStart, HyStartInput};
+use hare_cc::engine::rfc3390_initial_cwnd;
 use hare_cc::profile::{ClockKind, Profile};
 use hare_cc::reno::reno_ssthresh;
 
@@ -29,21 +30,20 @@ fn with(name: &str, kv: &[(&str, &str)]) -> Profile {
 fn fact1_modern_loss_with_fast_convergence() {
     let p = profile("linux-6");
     let mut c = Cubic::new(&p);
-    let mut d = DelayState::default();
     c.last_max_cwnd = 1200;
-    assert_eq!(c.recalc_ssthresh(1000, &p, &mut d), 700);
+    assert_eq!(c.recalc_ssthresh(1000, &p), 700);
     assert_eq!(c.last_max_cwnd, 850);
 
     let mut c = Cubic::new(&p);
     c.last_max_cwnd = 900;
-    assert_eq!(c.recalc_ssthresh(1000, &p, &mut d), 700);
+    assert_eq!(c.recalc_ssthresh(1000, &p), 700);
     assert_eq!(c.last_max_cwnd, 1000);
 
     // fast_convergence=0: last_max is the cwnd even below the old maximum.
     let p0 = with("linux-6", &[("fast_convergence", "0")]);
     let mut c = Cubic::new(&p0);
     c.last_max_cwnd = 1200;
-    assert_eq!(c.recalc_ssthresh(1000, &p0, &mut d), 700);
+    assert_eq!(c.recalc_ssthresh(1000, &p0), 700);
     assert_eq!(c.last_max_cwnd, 1000);
 }
 
@@ -53,16 +53,14 @@ fn fact2_v2_loss_beta_819() {
         let p = profile(name);
         assert_eq!(p.beta, 819);
         let mut c = Cubic::new(&p);
-        let mut d = DelayState {
-            delay_min: 5,
-            epoch_start: 77,
-        };
+        c.ss.delay_min = 5;
+        c.epoch_start = 77;
         c.last_max_cwnd = 1200;
-        assert_eq!(c.recalc_ssthresh(1000, &p, &mut d), 799);
+        assert_eq!(c.recalc_ssthresh(1000, &p), 799);
         assert_eq!(c.last_max_cwnd, 899);
         assert_eq!(c.loss_cwnd, 1000);
-        assert_eq!(d.epoch_start, 0, "the epoch ends at a loss");
-        assert_eq!(d.delay_min, 5, "delay_min survives a loss");
+        assert_eq!(c.epoch_start, 0, "the epoch ends at a loss");
+        assert_eq!(c.delay_min(), 5, "delay_min survives a loss");
     }
 }
 
@@ -70,15 +68,14 @@ fn fact2_v2_loss_beta_819() {
 fn fact3_ssthresh_floor_of_two() {
     for name in Profile::NAMES {
         let p = profile(name);
-        let mut d = DelayState::default();
         for cwnd in [1, 2, 3] {
             assert_eq!(
-                Cubic::new(&p).recalc_ssthresh(cwnd, &p, &mut d),
+                Cubic::new(&p).recalc_ssthresh(cwnd, &p),
                 2,
                 "{name} cwnd {cwnd}"
             );
             assert_eq!(
-                Bic::default().recalc_ssthresh(cwnd, &p, &mut d),
+                Bic::default().recalc_ssthresh(cwnd, &p),
                 2,
                 "{name} bic {cwnd}"
             );
@@ -91,26 +88,21 @@ fn fact3_ssthresh_floor_of_two() {
 #[test]
 fn fact4_bic_ssthresh() {
     let p = profile("linux-2.6.20");
-    let mut d = DelayState::default();
     assert_eq!(
-        Bic::default().recalc_ssthresh(14, &p, &mut d),
+        Bic::default().recalc_ssthresh(14, &p),
         7,
         "low_window branch"
     );
-    assert_eq!(
-        Bic::default().recalc_ssthresh(15, &p, &mut d),
-        11,
-        "12285 / 1024"
-    );
+    assert_eq!(Bic::default().recalc_ssthresh(15, &p), 11, "12285 / 1024");
     // BIC keeps beta 819 in the modern profile (tcp_bic.c never changed it).
     let m = profile("linux-6");
     assert_eq!(m.bic_beta, 819);
-    assert_eq!(Bic::default().recalc_ssthresh(1000, &m, &mut d), 799);
+    assert_eq!(Bic::default().recalc_ssthresh(1000, &m), 799);
     let mut b = Bic {
         last_max_cwnd: 1200,
         ..Bic::default()
     };
-    b.recalc_ssthresh(1000, &m, &mut d);
+    b.recalc_ssthresh(1000, &m);
     assert_eq!(b.last_max_cwnd, 899);
 }
 
@@ -235,10 +227,8 @@ fn fact8_modern_update() {
     let clock = KernelClock::new(1000, 600_000);
     let mut c = Cubic::new(&p);
     c.last_max_cwnd = 850;
-    let mut d = DelayState {
-        delay_min: 80_000, // us
-        epoch_start: 0,
-    };
+    c.ss.delay_min = 80_000; // us
+    c.epoch_start = 0;
     let j0 = 5_000_000u32;
     let upd = |now_jiffies, acked| CubicUpdate {
         profile: &p,
@@ -248,13 +238,13 @@ fn fact8_modern_update() {
         clock: &clock,
         clock_kind: ClockKind::Us,
     };
-    c.update(&upd(j0, 1), &mut d);
-    assert_eq!(d.epoch_start, j0);
+    c.update(&upd(j0, 1));
+    assert_eq!(c.epoch_start, j0);
     assert_eq!(c.bic_k, 7380);
     assert_eq!(c.bic_origin_point, 850);
     // 1000 jiffies later: t = (1000 + 80) << 10 / 1000 = 1105, offs = 6275, delta = 92,
     // target = 758, cnt = 700 / 58 = 12.
-    c.update(&upd(j0 + 1000, 1), &mut d);
+    c.update(&upd(j0 + 1000, 1));
     assert_eq!(c.cnt, 12);
 }
 
@@ -267,20 +257,16 @@ fn fact9_reno_estimate_step() {
     let p = with("linux-2.6.26", &[("hz", "1000")]);
     let clock = KernelClock::new(1000, 600_000);
     let mut c = Cubic::new(&p);
-    let mut d = DelayState::default();
     let mut now = 1_000u32;
     for _ in 0..(187 * 2 + 1) {
-        c.update(
-            &CubicUpdate {
-                profile: &p,
-                cwnd: 100,
-                acked: 1,
-                now_jiffies: now,
-                clock: &clock,
-                clock_kind: ClockKind::Jiffies,
-            },
-            &mut d,
-        );
+        c.update(&CubicUpdate {
+            profile: &p,
+            cwnd: 100,
+            acked: 1,
+            now_jiffies: now,
+            clock: &clock,
+            clock_kind: ClockKind::Jiffies,
+        });
         now += 100; // past the HZ/32 gate every time
     }
     assert_eq!(c.tcp_cwnd, 102);
@@ -291,36 +277,28 @@ fn fact10_modern_caps() {
     let p = with("linux-6", &[("hz", "1000")]);
     let clock = KernelClock::new(1000, 600_000);
     let mut c = Cubic::new(&p);
-    let mut d = DelayState::default();
     // last_max = 0, target <= cwnd (origin = cwnd, t = K = 0): cnt = 100 * cwnd -> 20.
-    c.update(
-        &CubicUpdate {
-            profile: &p,
-            cwnd: 1000,
-            acked: 1,
-            now_jiffies: 42,
-            clock: &clock,
-            clock_kind: ClockKind::Us,
-        },
-        &mut d,
-    );
+    c.update(&CubicUpdate {
+        profile: &p,
+        cwnd: 1000,
+        acked: 1,
+        now_jiffies: 42,
+        clock: &clock,
+        clock_kind: ClockKind::Us,
+    });
     assert_eq!(c.cnt, 20);
     // Far above the origin the cubic step would allow cnt = 1; the floor is 2 (1.5x / RTT).
     let mut c = Cubic::new(&p);
     c.last_max_cwnd = 10;
-    let mut d = DelayState::default();
     for now in [100u32, 100 + 20_000] {
-        c.update(
-            &CubicUpdate {
-                profile: &p,
-                cwnd: 20,
-                acked: 1,
-                now_jiffies: now,
-                clock: &clock,
-                clock_kind: ClockKind::Us,
-            },
-            &mut d,
-        );
+        c.update(&CubicUpdate {
+            profile: &p,
+            cwnd: 20,
+            acked: 1,
+            now_jiffies: now,
+            clock: &clock,
+            clock_kind: ClockKind::Us,
+        });
     }
     assert_eq!(c.cnt, 2);
 }
@@ -403,7 +381,6 @@ fn fact14_hz32_gate() {
     let clock = KernelClock::new(250, 600_000);
     let mut c = Cubic::new(&p);
     c.last_max_cwnd = 1000;
-    let mut d = DelayState::default();
     let upd = |now_jiffies| CubicUpdate {
         profile: &p,
         cwnd: 500,
@@ -412,11 +389,11 @@ fn fact14_hz32_gate() {
         clock: &clock,
         clock_kind: ClockKind::Jiffies,
     };
-    c.update(&upd(10_000), &mut d);
+    c.update(&upd(10_000));
     let first = (c.cnt, c.last_time);
-    c.update(&upd(10_007), &mut d);
+    c.update(&upd(10_007));
     assert_eq!((c.cnt, c.last_time), first, "7 jiffies: gated");
-    c.update(&upd(10_008), &mut d);
+    c.update(&upd(10_008));
     assert_eq!(c.last_time, 10_008, "8 jiffies: recomputed");
 }
 
@@ -501,34 +478,22 @@ fn delay_samples_per_era() {
     let now = 10_002_000u64;
     // 2.6.26: rtt 80 ms = 20 jiffies -> 160 (jiffies << 3); 1 ms within a tick: no sample.
     let p26 = profile("linux-2.6.26");
+    assert_eq!(delay_of(&rules(&p26), &clock, now, 80_000), Some(160));
     assert_eq!(
-        DelayState::delay_of(&rules(&p26), &clock, now, 80_000),
-        Some(160)
-    );
-    assert_eq!(
-        DelayState::delay_of(&rules(&p26), &clock, now, 1_000),
+        delay_of(&rules(&p26), &clock, now, 1_000),
         None,
         "0-jiffy RTT"
     );
     // 2.6.20 (timestamps): a 0-jiffy RTT still gives a sample, mapped to 1.
     let p20 = profile("linux-2.6.20");
-    assert_eq!(
-        DelayState::delay_of(&rules(&p20), &clock, now, 1_000),
-        Some(1)
-    );
+    assert_eq!(delay_of(&rules(&p20), &clock, now, 1_000), Some(1));
     // 2.6.39 at HZ 250: us stamp (TCP_CONG_RTT_STAMP), ms << 3: 80.5 ms -> 644.
     let p39 = profile("linux-2.6.39");
-    assert_eq!(
-        DelayState::delay_of(&rules(&p39), &clock, now, 80_500),
-        Some(644)
-    );
+    assert_eq!(delay_of(&rules(&p39), &clock, now, 80_500), Some(644));
     // linux-6: microseconds.
     let p6 = profile("linux-6");
-    assert_eq!(
-        DelayState::delay_of(&rules(&p6), &clock, now, 80_500),
-        Some(80_500)
-    );
-    assert_eq!(DelayState::delay_of(&rules(&p6), &clock, now, 0), Some(1));
+    assert_eq!(delay_of(&rules(&p6), &clock, now, 80_500), Some(80_500));
+    assert_eq!(delay_of(&rules(&p6), &clock, now, 0), Some(1));
 }
 
 #[test]
@@ -542,21 +507,18 @@ fn blackout_rules() {
         blackout: p.delay_blackout,
         hystart: false,
     };
-    let d = DelayState {
-        delay_min: 0,
-        epoch_start: 100_000,
-    };
-    assert!(d.in_blackout(&r(&p20), &clock, 100_249));
-    assert!(!d.in_blackout(&r(&p20), &clock, 100_250));
-    assert!(d.in_blackout(&r(&p6), &clock, 100_249));
+    let d = 100_000u32;
+    assert!(in_blackout(d, &r(&p20), &clock, 100_249));
+    assert!(!in_blackout(d, &r(&p20), &clock, 100_250));
+    assert!(in_blackout(d, &r(&p6), &clock, 100_249));
     // epoch_start == 0 and a jiffies counter in the first 5 minutes of uptime (negative as
     // an s32): the old rule drops the sample, the 4.4+ rule keeps it.
-    let none = DelayState::default();
+    let none = 0u32;
     let early = KernelClock::new(250, 60_000).jiffies(0);
     assert!((early as i32) < 0);
-    assert!(none.in_blackout(&r(&p20), &clock, early));
-    assert!(!none.in_blackout(&r(&p6), &clock, early));
-    assert!(!none.in_blackout(&r(&p20), &clock, 75_000));
+    assert!(in_blackout(none, &r(&p20), &clock, early));
+    assert!(!in_blackout(none, &r(&p6), &clock, early));
+    assert!(!in_blackout(none, &r(&p20), &clock, 75_000));
 }
 
 #[test]

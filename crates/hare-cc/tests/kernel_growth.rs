@@ -81,7 +81,7 @@ fn linux_2_6_20_cubic_leaves_slow_start_at_100_then_grows_2_percent() {
     assert_eq!(exit, (101, ExitReason::SsthreshReached));
     // cnt = 50 scaled by delayed_ack = 32 (2 packets per ACK): 25 -> +1 every 26 ACKs,
     // i.e. cwnd / 52 per RTT (1.92%).
-    if let hare_cc::engine::Growth::Cubic(c) = d.cc.growth() {
+    if let hare_cc::engine::CcModule::Cubic(c) = d.cc.module() {
         assert_eq!(c.delayed_ack, 32);
         assert_eq!(c.cnt, 25);
     }
@@ -92,7 +92,7 @@ fn linux_2_6_20_cubic_leaves_slow_start_at_100_then_grows_2_percent() {
     // An ACK per packet: the EWMA settles at 31, cnt = 800 / 31 = 25, +1 every 26 packets.
     let mut d = Driver::new(Algorithm::Cubic, &p, false, ten_gig(1));
     assert!(d.run_until(60_000_000, |d| d.cc.cwnd() >= 8000));
-    if let hare_cc::engine::Growth::Cubic(c) = d.cc.growth() {
+    if let hare_cc::engine::CcModule::Cubic(c) = d.cc.module() {
         assert_eq!(c.delayed_ack, 31);
         assert_eq!(c.cnt, 25);
     }

@@ -2,8 +2,7 @@
 //! against the kernel sources drives.
 
 use hare_cc::cubic::Cubic;
-use hare_cc::delay::DelayState;
-use hare_cc::engine::{AckEvent, Growth, KernelCc};
+use hare_cc::engine::{AckEvent, CcModule, KernelCc};
 use hare_cc::hooks::{StartError, StartState};
 use hare_cc::tcp_sock::CaState;
 use hare_cc::{Algorithm, Profile};
@@ -29,14 +28,12 @@ fn cubic_linux_6_update_from_a_given_state() {
     c.last_max_cwnd = 850;
     c.bic_origin_point = 850;
     c.bic_k = 7380;
+    c.ss.delay_min = 80_000;
+    c.epoch_start = now_j.wrapping_sub(1000);
     let start = StartState {
         cwnd: 700,
         ssthresh: Some(500),
-        growth: Some(Growth::Cubic(c)),
-        delay: Some(DelayState {
-            delay_min: 80_000,
-            epoch_start: now_j.wrapping_sub(1000),
-        }),
+        module: Some(CcModule::Cubic(c)),
         ..StartState::default()
     };
     cc.start_from(&start).expect("cubic state");
@@ -46,7 +43,7 @@ fn cubic_linux_6_update_from_a_given_state() {
         packets_in_flight: 699,
         ..AckEvent::default()
     });
-    let Growth::Cubic(after) = cc.growth() else {
+    let CcModule::Cubic(after) = cc.module() else {
         panic!("cubic")
     };
     assert_eq!(after.cnt, 12);
@@ -54,11 +51,11 @@ fn cubic_linux_6_update_from_a_given_state() {
     // ssthresh op (bictcp_recalc_ssthresh): 700 < last_max 850, so fast convergence sets
     // last_max = 700 * (1024 + 717) / 2048 = 595; ssthresh = 700 * 717 / 1024 = 490.
     assert_eq!(cc.hook_ssthresh(), 490);
-    let Growth::Cubic(after) = cc.growth() else {
+    let CcModule::Cubic(after) = cc.module() else {
         panic!("cubic")
     };
     assert_eq!(after.last_max_cwnd, 595);
-    assert_eq!(cc.delay_state().epoch_start, 0);
+    assert_eq!(cc.epoch_start(), 0);
 }
 
 #[test]
@@ -72,8 +69,8 @@ fn bic_pkts_acked_only_in_open_and_set_state_loss_resets() {
         ..AckEvent::default()
     };
     cc.hook_pkts_acked(&ack);
-    let delayed_ack = |cc: &KernelCc| match cc.growth() {
-        Growth::Bic(b) => b.delayed_ack,
+    let delayed_ack = |cc: &KernelCc| match cc.module() {
+        CcModule::Bic(b) => b.delayed_ack,
         _ => unreachable!("bic"),
     };
     assert_eq!(delayed_ack(&cc), 32 + 4 - 2);
@@ -89,7 +86,7 @@ fn start_state_is_checked() {
     let p = profile("linux-6", &[]);
     let mut cc = KernelCc::new(Algorithm::Reno, &p, true, 1448);
     let cubic = StartState {
-        growth: Some(Growth::Cubic(Cubic::new(&p))),
+        module: Some(CcModule::Cubic(Cubic::new(&p))),
         ..StartState::default()
     };
     assert_eq!(

@@ -26,12 +26,12 @@ fn modern_delay_test_fires_on_the_ninth_sample_above_threshold() {
     for (rtt, fires) in [(90_001, true), (90_000, false)] {
         let mut m = Manual::new(Algorithm::Cubic, &p, true);
         warm_up(&mut m);
-        assert_eq!(m.cc.delay_state().delay_min, 80_000);
+        assert_eq!(m.cc.delay_min(), 80_000);
         for i in 1..=8 {
             m.ack(3 * MS, rtt);
             assert!(m.exits().is_empty(), "no exit after {i} samples");
         }
-        assert_eq!(m.cc.hystart().sample_cnt, 8);
+        assert_eq!(m.cc.hystart().expect("hystart").sample_cnt, 8);
         let cwnd_before = m.cc.cwnd();
         m.ack(3 * MS, rtt);
         if fires {
@@ -59,7 +59,7 @@ fn linux_2_6_39_delay_test_counts_from_the_round_reset_in_cong_avoid() {
     );
     let mut m = Manual::new(Algorithm::Cubic, &p, true);
     warm_up(&mut m);
-    assert_eq!(m.cc.delay_state().delay_min, 640);
+    assert_eq!(m.cc.delay_min(), 640);
     for i in 1..=9 {
         m.ack(3 * MS, 85_125);
         assert!(m.exits().is_empty(), "no exit after {i} ACKs");
@@ -151,10 +151,10 @@ fn hystart_rounds_follow_packet_numbers() {
         &[("initial_cwnd", "20"), ("hystart_detect", "2")],
     );
     let mut m = Manual::new(Algorithm::Cubic, &p, true);
-    assert_eq!(m.cc.hystart().end_seq, 0);
+    assert_eq!(m.cc.hystart().expect("hystart").end_seq, 0);
     // The first ACK (pn 0, snd_una 1 > end_seq 0) starts a round ending at snd_nxt.
     m.ack(80 * MS, 80 * MS);
-    let end = m.cc.hystart().end_seq;
+    let end = m.cc.hystart().expect("hystart").end_seq;
     assert_eq!(
         end, 20,
         "snd_nxt when the round began (before this ACK's sends)"
@@ -163,10 +163,10 @@ fn hystart_rounds_follow_packet_numbers() {
     for _ in 0..19 {
         m.ack(MS, 80 * MS);
     }
-    assert_eq!(m.cc.hystart().end_seq, end);
+    assert_eq!(m.cc.hystart().expect("hystart").end_seq, end);
     m.ack(MS, 80 * MS); // pn 20
-    assert!(m.cc.hystart().end_seq > end);
-    assert_eq!(m.cc.hystart().sample_cnt, 1);
+    assert!(m.cc.hystart().expect("hystart").end_seq > end);
+    assert_eq!(m.cc.hystart().expect("hystart").sample_cnt, 1);
 }
 
 #[test]
@@ -209,7 +209,7 @@ fn hystart_plus_plus_css_abort_and_css_done() {
         .filter(|e| matches!(e, CcEvent::CssEntered { .. }))
         .count();
     assert_eq!(entered, 2);
-    assert_eq!(m.cc.hystart_pp().css_rounds, 1);
+    assert_eq!(m.cc.hystart_pp().expect("hystart++").css_rounds, 1);
     // Count HyStart++ round boundaries (windowEnd moves) until CSS is over.
     let mut boundaries = 0;
     let mut cwnd = m.cc.cwnd();
@@ -217,10 +217,12 @@ fn hystart_plus_plus_css_abort_and_css_done() {
         if m.cc.phase() != Phase::ConservativeSlowStart {
             break;
         }
-        let end = m.cc.hystart_pp().window_end;
+        let end = m.cc.hystart_pp().expect("hystart++").window_end;
         cwnd = m.cc.cwnd();
         m.ack(MS, 96 * MS);
-        if m.cc.hystart_pp().window_end != end || m.cc.phase() != Phase::ConservativeSlowStart {
+        if m.cc.hystart_pp().expect("hystart++").window_end != end
+            || m.cc.phase() != Phase::ConservativeSlowStart
+        {
             boundaries += 1;
         }
     }

@@ -2,7 +2,7 @@
 
 mod kernel_support;
 
-use hare_cc::engine::{AckEvent, Growth, KernelCc};
+use hare_cc::engine::{AckEvent, CcModule, KernelCc};
 use hare_cc::events::Phase;
 use hare_cc::{Algorithm, CcEvent, ExitReason};
 use kernel_support::{profile, Manual};
@@ -10,8 +10,8 @@ use kernel_support::{profile, Manual};
 const MS: u64 = 1000;
 
 fn cubic_state(cc: &KernelCc) -> &hare_cc::cubic::Cubic {
-    match cc.growth() {
-        Growth::Cubic(c) => c,
+    match cc.module() {
+        CcModule::Cubic(c) => c,
         other => panic!("not cubic: {other:?}"),
     }
 }
@@ -87,7 +87,7 @@ fn rto_reset_linux_2_6_20() {
     assert_eq!(m.cc.ssthresh(), Some(w * 819 / 1024));
     let c = cubic_state(&m.cc);
     assert_eq!((c.last_max_cwnd, c.loss_cwnd, c.delayed_ack), (0, 0, 32));
-    assert_eq!(*m.cc.delay_state(), hare_cc::delay::DelayState::default());
+    assert_eq!((m.cc.delay_min(), m.cc.epoch_start()), (0, 0));
     assert_eq!(m.cc.phase(), Phase::SlowStart);
     // Slow start back to ssthresh, then CA with cnt = 50 scaled by delayed_ack again.
     for _ in 0..400 {
@@ -108,7 +108,7 @@ fn rto_reset_modern_clears_hystart_and_k() {
         m.ack(3 * MS, 95 * MS); // delay exit
     }
     assert_eq!(m.exits().len(), 1);
-    assert_ne!(m.cc.hystart().found, 0);
+    assert_ne!(m.cc.hystart().expect("hystart").found, 0);
     for _ in 0..100 {
         m.ack(3 * MS, 95 * MS);
     }
@@ -116,9 +116,13 @@ fn rto_reset_modern_clears_hystart_and_k() {
     m.cc.on_rto(m.now_us);
     assert_eq!(m.cc.cwnd(), 1);
     assert_eq!(m.cc.ssthresh(), Some(w * 717 / 1024));
-    assert_eq!(m.cc.hystart().found, 0, "HyStart re-armed");
-    assert_eq!(m.cc.hystart().end_seq, m.snd_nxt());
-    assert_eq!(m.cc.delay_state().delay_min, 0);
+    assert_eq!(
+        m.cc.hystart().expect("hystart").found,
+        0,
+        "HyStart re-armed"
+    );
+    assert_eq!(m.cc.hystart().expect("hystart").end_seq, m.snd_nxt());
+    assert_eq!(m.cc.delay_min(), 0);
     assert_eq!(cubic_state(&m.cc).last_max_cwnd, 0, "next epoch has K = 0");
     let rto: Vec<_> = m.cc.drain_events().collect();
     assert!(matches!(rto[..], [CcEvent::RtoReset { from_cwnd, .. }] if from_cwnd == w));
@@ -234,7 +238,7 @@ fn idle_restart_shifts_the_epoch() {
     m.cc.on_congestion(m.now_us, false);
     m.cc.on_recovery_end(m.now_us);
     m.round(MS, 80 * MS);
-    let epoch = m.cc.delay_state().epoch_start;
+    let epoch = m.cc.epoch_start();
     assert_ne!(epoch, 0);
     // Everything acknowledged, nothing sent for 2 s (500 jiffies at HZ 250).
     m.app_limit = Some(0);
@@ -244,7 +248,7 @@ fn idle_restart_shifts_the_epoch() {
     m.cc.on_sent(t, m.snd_nxt() + 1, 1);
     let now_j = m.cc.clock().jiffies(t);
     assert_eq!(
-        m.cc.delay_state().epoch_start,
+        m.cc.epoch_start(),
         epoch.wrapping_add(now_j.wrapping_sub(last_send))
     );
     // 2.6.20 has no such event.
@@ -253,11 +257,11 @@ fn idle_restart_shifts_the_epoch() {
     m.cc.on_congestion(m.now_us, false);
     m.cc.on_recovery_end(m.now_us);
     m.round(MS, 80 * MS);
-    let epoch = m.cc.delay_state().epoch_start;
+    let epoch = m.cc.epoch_start();
     m.app_limit = Some(0);
     m.round(MS, 80 * MS);
     m.cc.on_sent(m.now_us + 2_000_000, m.snd_nxt() + 1, 1);
-    assert_eq!(m.cc.delay_state().epoch_start, epoch);
+    assert_eq!(m.cc.epoch_start(), epoch);
 }
 
 #[test]

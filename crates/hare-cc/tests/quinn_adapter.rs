@@ -289,7 +289,7 @@ fn an_ack_frame_worth_less_than_a_segment_keeps_its_rtt_sample() {
     ctrl.on_ack(base + ms(50), base, 600, false, &rtt);
     ctrl.on_end_acks(base + ms(50), 0, false, Some(0));
     assert_eq!(ctrl.ack_carry(), 600);
-    assert_eq!(ctrl.kernel().delay_state().delay_min, 50_000);
+    assert_eq!(ctrl.kernel().delay_min(), 50_000);
     assert_eq!(ctrl.cwnd_segments(), 10);
 }
 

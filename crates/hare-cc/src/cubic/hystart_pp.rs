@@ -7,7 +7,7 @@
 //! Rounds are tracked like kernel HyStart's: `windowEnd = snd_nxt` at the round start, the
 //! round ends when `snd_una` (largest acknowledged + 1) passes it. "One ACK" is one ACK frame
 //! with its RTT sample. As RFC 9406 section 4.3 recommends, hare uses HyStart++ for the
-//! initial slow start only; after an RTO the engine falls back to standard slow start.
+//! initial slow start only; after an RTO CUBIC's `set_state(TCP_CA_Loss)` falls back to standard slow start.
 
 use crate::profile::Profile;
 

@@ -3,10 +3,10 @@
 //! operators and round logic of each era (see [`crate::profile::Profile`]'s `hystart_*` keys).
 //!
 //! Rounds are packet-number windows: a round starts with `end_seq = snd_nxt` and ends when
-//! `snd_una` (largest acknowledged + 1) passes it. `delay_min` comes from the shared
-//! [`crate::delay::DelayState`].
+//! `snd_una` (largest acknowledged + 1) passes it. `delay_min` is CUBIC's, kept
+//! beside this state in [`crate::cubic::CubicSlowStart`].
 
-use crate::delay::delay_ticks;
+use crate::cubic::delay::delay_ticks;
 use crate::events::ExitReason;
 use crate::profile::{ClockKind, CurrRttRule, Profile, TrainCompare, TrainThreshold};
 

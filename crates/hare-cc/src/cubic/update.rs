@@ -1,22 +1,20 @@
-//! CUBIC (`net/ipv4/tcp_cubic.c`) window growth, every era: `bictcp_update()`,
-//! `bictcp_recalc_ssthresh()`, the `delayed_ack` EWMA of `bictcp_acked()`, `bictcp_reset()`
-//! and the undo rule. HyStart is in [`crate::hystart`]; `delay_min` / `epoch_start` are the
-//! shared [`DelayState`].
+//! CUBIC's growth function, every era: `bictcp_update()` with its cube root, time width,
+//! `min_cnt` clamp, pre-loss cap and TCP-friendly region, and the constants module init
+//! computes. See `docs/KERNEL-NOTES.md`, "CUBIC".
 //!
 //! The arithmetic is the kernel's: u32 where the kernel uses u32 (wrapping, never panicking),
 //! u64 where it uses u64. Where the kernel would divide by zero or loop forever (2.6.20's cube
-//! root, a wrapped u16 `delayed_ack`, a zero Reno step), hare takes a defined path and counts
-//! it in [`Cubic::guards`].
+//! root, a wrapped u16 `delayed_ack`), hare takes a defined path and counts it in
+//! [`Cubic::guards`].
 
 use crate::clock::KernelClock;
 use crate::cuberoot::{cube_root_newton, cube_root_table};
-use crate::delay::DelayState;
-use crate::ops::{CongestionOps, OpsCtx};
+use crate::cubic::delay::delay_min_jiffies;
+use crate::cubic::Cubic;
 use crate::profile::{
-    AiStep, ClockKind, CubeRootKind, CubicPreLossCap, CubicTime, DelayedAck, MinCntClamp,
-    PreLossKey, Profile, UndoRule,
+    ClockKind, CubeRootKind, CubicPreLossCap, CubicTime, DelayedAck, MinCntClamp, PreLossKey,
+    Profile,
 };
-use crate::tcp_sock::{CaState, TcpSock};
 
 /// `BICTCP_BETA_SCALE`.
 pub const BICTCP_BETA_SCALE: u32 = 1024;
@@ -54,101 +52,24 @@ pub fn cubic_delta(cube_rtt_scale: u32, offs: u64) -> u32 {
         >> (10 + 3 * BICTCP_HZ)) as u32
 }
 
-/// One connection's `struct bictcp` growth state (CUBIC).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cubic {
-    /// `cnt`: ACKs (old eras) or packets (modern) per +1 cwnd.
-    pub cnt: u32,
-    /// `last_max_cwnd` (W_max).
-    pub last_max_cwnd: u32,
-    /// `loss_cwnd`: cwnd at the last loss.
-    pub loss_cwnd: u32,
-    /// `last_cwnd`: cwnd when `cnt` was last computed.
-    pub last_cwnd: u32,
-    /// `last_time`: jiffies when `cnt` was last computed.
-    pub last_time: u32,
-    /// `bic_origin_point`.
-    pub bic_origin_point: u32,
-    /// `bic_K` in 1/1024 s.
-    pub bic_k: u32,
-    /// `ack_cnt`: ACKs (or packets) in this epoch, for the Reno estimate.
-    pub ack_cnt: u32,
-    /// `tcp_cwnd`: the Reno-equivalent window.
-    pub tcp_cwnd: u32,
-    /// `delayed_ack`: packets per ACK << 4 (EWMA), initially 2 << 4.
-    pub delayed_ack: u32,
-    /// `beta_scale` computed at "module init" (construction).
-    pub beta_scale: u32,
-    /// `cube_rtt_scale`.
-    pub cube_rtt_scale: u32,
-    /// `cube_factor`.
-    pub cube_factor: u64,
-    /// Times a kernel overflow / divide-by-zero / endless loop was replaced by a defined path.
-    pub guards: u32,
+/// Inputs of one [`Cubic::update`] call.
+#[derive(Debug, Clone, Copy)]
+pub struct CubicUpdate<'a> {
+    /// The profile (module parameters and era switches).
+    pub profile: &'a Profile,
+    /// `tp->snd_cwnd`.
+    pub cwnd: u32,
+    /// ACKs (1, old eras) or packets (modern) acknowledged.
+    pub acked: u32,
+    /// `tcp_jiffies32` now.
+    pub now_jiffies: u32,
+    /// The clocks (for HZ and conversions).
+    pub clock: &'a KernelClock,
+    /// Unit of `delay_min`.
+    pub clock_kind: ClockKind,
 }
 
 impl Cubic {
-    /// `bictcp_init()`'s state for a profile (constants computed as at module init).
-    pub fn new(p: &Profile) -> Self {
-        Cubic {
-            cnt: 0,
-            last_max_cwnd: 0,
-            loss_cwnd: 0,
-            last_cwnd: 0,
-            last_time: 0,
-            bic_origin_point: 0,
-            bic_k: 0,
-            ack_cnt: 0,
-            tcp_cwnd: 0,
-            delayed_ack: 2 << ACK_RATIO_SHIFT,
-            beta_scale: beta_scale(p.beta),
-            cube_rtt_scale: cube_rtt_scale(p.bic_scale),
-            cube_factor: cube_factor(p.bic_scale),
-            guards: 0,
-        }
-    }
-
-    /// `bictcp_reset()` on entering `TCP_CA_Loss` (the caller resets the shared
-    /// [`DelayState`]). `loss_cwnd` is part of the reset up to 2.6.39; from 3.x (when undo
-    /// started to use it) it is cleared only at init.
-    pub fn reset_on_loss(&mut self, p: &Profile) {
-        let loss_cwnd = self.loss_cwnd;
-        let guards = self.guards;
-        *self = Cubic::new(p);
-        self.guards = guards;
-        if p.undo == UndoRule::LossCwnd {
-            self.loss_cwnd = loss_cwnd;
-        }
-    }
-
-    /// `bictcp_acked()`'s EWMA: `delayed_ack += cnt - delayed_ack / 16` (state Open only,
-    /// checked by the caller), in the width of the era.
-    pub fn ack_ratio_sample(&mut self, cnt: u32, kind: DelayedAck) {
-        match kind {
-            DelayedAck::Off => {}
-            DelayedAck::U32 => {
-                // 2.6.20: `cnt -= delayed_ack >> 4; delayed_ack += cnt` in u32.
-                self.delayed_ack = self
-                    .delayed_ack
-                    .wrapping_add(cnt.wrapping_sub(self.delayed_ack >> ACK_RATIO_SHIFT));
-            }
-            DelayedAck::U16 => {
-                // 2.6.29: the same on a u16 field, which wraps (and may hit 0).
-                let next = self
-                    .delayed_ack
-                    .wrapping_add(cnt.wrapping_sub(self.delayed_ack >> ACK_RATIO_SHIFT));
-                self.delayed_ack = next & 0xffff;
-            }
-            DelayedAck::Capped => {
-                let ratio = self
-                    .delayed_ack
-                    .wrapping_sub(self.delayed_ack >> ACK_RATIO_SHIFT)
-                    .wrapping_add(cnt);
-                self.delayed_ack = ratio.min(ACK_RATIO_LIMIT);
-            }
-        }
-    }
-
     /// K for `last_max - cwnd` with the era's cube root: `cubic_root(cube_factor * diff)`.
     pub fn compute_k(&mut self, diff: u32, kind: CubeRootKind) -> u32 {
         let a = self.cube_factor.wrapping_mul(u64::from(diff));
@@ -165,7 +86,7 @@ impl Cubic {
     }
 
     /// `bictcp_update(ca, cwnd, acked)` of the era (`acked` = 1 per ACK in the old eras).
-    pub fn update(&mut self, u: &CubicUpdate<'_>, delay: &mut DelayState) {
+    pub fn update(&mut self, u: &CubicUpdate<'_>) {
         let p = u.profile;
         let cwnd = u.cwnd;
         let now = u.now_jiffies;
@@ -179,9 +100,9 @@ impl Cubic {
         }
 
         // d6b1a8a92a14: the CUBIC function updates cnt at most once per jiffy.
-        let skip_recompute = p.jiffy_skip && delay.epoch_start != 0 && now == self.last_time;
+        let skip_recompute = p.jiffy_skip && self.epoch_start != 0 && now == self.last_time;
         if !skip_recompute {
-            self.recompute_cnt(u, delay);
+            self.recompute_cnt(u);
         }
 
         if p.tcp_friendliness {
@@ -203,15 +124,15 @@ impl Cubic {
     }
 
     /// The part of `bictcp_update()` between the gates and the Reno-friendliness step.
-    fn recompute_cnt(&mut self, u: &CubicUpdate<'_>, delay: &mut DelayState) {
+    fn recompute_cnt(&mut self, u: &CubicUpdate<'_>) {
         let p = u.profile;
         let cwnd = u.cwnd;
         let now = u.now_jiffies;
         self.last_cwnd = cwnd;
         self.last_time = now;
 
-        if delay.epoch_start == 0 {
-            delay.epoch_start = now; // record the beginning of an epoch
+        if self.epoch_start == 0 {
+            self.epoch_start = now; // record the beginning of an epoch
             self.ack_cnt = u.acked; // start counting
             self.tcp_cwnd = cwnd; // sync with cubic
             if self.last_max_cwnd <= cwnd {
@@ -224,13 +145,13 @@ impl Cubic {
         }
 
         // t in 1/1024 s since the epoch start, plus the minimum delay.
-        let dmin_j = delay.delay_min_jiffies(u.clock_kind, u.clock);
+        let dmin_j = delay_min_jiffies(self.ss.delay_min, u.clock_kind, u.clock);
         let hz = u64::from(u.clock.hz());
         let t: u64 = match p.cubic_t {
             // 4.1+: `t = (s32)(tcp_jiffies32 - epoch_start); t += delay; t <<= 10; t /= HZ`
             // on a u64 (the 2015 stretch-ACK series).
             CubicTime::S64 => {
-                let elapsed = now.wrapping_sub(delay.epoch_start) as i32 as i64 as u64;
+                let elapsed = now.wrapping_sub(self.epoch_start) as i32 as i64 as u64;
                 (elapsed.wrapping_add(u64::from(dmin_j)) << BICTCP_HZ) / hz
             }
             // 2.6.39 - 3.x: `msecs_to_jiffies()` returns `unsigned long`, so the u32 jiffies
@@ -240,12 +161,12 @@ impl Cubic {
             CubicTime::Ulong => {
                 let sum = u64::from(now)
                     .wrapping_add(u64::from(dmin_j))
-                    .wrapping_sub(u64::from(delay.epoch_start));
+                    .wrapping_sub(u64::from(self.epoch_start));
                 u64::from(((sum << BICTCP_HZ) / hz) as u32)
             }
             // To 2.6.38: all u32 (`delay_min >> 3` is a u32).
             CubicTime::U32 => {
-                let sum = now.wrapping_add(dmin_j).wrapping_sub(delay.epoch_start);
+                let sum = now.wrapping_add(dmin_j).wrapping_sub(self.epoch_start);
                 u64::from((sum << BICTCP_HZ) / u.clock.hz())
             }
         };
@@ -266,10 +187,10 @@ impl Cubic {
         };
 
         // v2.0 / v2.1: at most max_increment packets per 100 ms of RTT.
-        if p.min_cnt != MinCntClamp::Off && delay.delay_min > 0 {
+        if p.min_cnt != MinCntClamp::Off && self.ss.delay_min > 0 {
             let den = 10u32
                 .wrapping_mul(p.max_increment)
-                .wrapping_mul(delay.delay_min);
+                .wrapping_mul(self.ss.delay_min);
             match cwnd
                 .wrapping_mul(u.clock.hz())
                 .wrapping_mul(8)
@@ -332,87 +253,5 @@ impl Cubic {
                 self.cnt = max_cnt;
             }
         }
-    }
-
-    /// `bictcp_recalc_ssthresh()`: end the epoch, set W_max (fast convergence), remember
-    /// `loss_cwnd`, return `max(cwnd * beta / 1024, 2)`.
-    pub fn recalc_ssthresh(&mut self, cwnd: u32, p: &Profile, delay: &mut DelayState) -> u32 {
-        delay.epoch_start = 0; // end of epoch
-        self.last_max_cwnd = if cwnd < self.last_max_cwnd && p.fast_convergence {
-            cwnd.wrapping_mul(BICTCP_BETA_SCALE + p.beta) / (2 * BICTCP_BETA_SCALE)
-        } else {
-            cwnd
-        };
-        self.loss_cwnd = cwnd;
-        (cwnd.wrapping_mul(p.beta) / BICTCP_BETA_SCALE).max(2)
-    }
-
-    /// `undo_cwnd` of the era (never called under quinn 0.11, which has no spurious-loss undo).
-    pub fn undo_cwnd(&self, cwnd: u32, prior_cwnd: u32, rule: UndoRule) -> u32 {
-        match rule {
-            UndoRule::LastMax => cwnd.max(self.last_max_cwnd),
-            UndoRule::LossCwnd => cwnd.max(self.loss_cwnd),
-            UndoRule::PriorCwnd => cwnd.max(prior_cwnd),
-        }
-    }
-}
-
-/// Inputs of one [`Cubic::update`] call.
-#[derive(Debug, Clone, Copy)]
-pub struct CubicUpdate<'a> {
-    /// The profile (module parameters and era switches).
-    pub profile: &'a Profile,
-    /// `tp->snd_cwnd`.
-    pub cwnd: u32,
-    /// ACKs (1, old eras) or packets (modern) acknowledged.
-    pub acked: u32,
-    /// `tcp_jiffies32` now.
-    pub now_jiffies: u32,
-    /// The clocks (for HZ and conversions).
-    pub clock: &'a KernelClock,
-    /// Unit of `delay_min`.
-    pub clock_kind: ClockKind,
-}
-
-impl CongestionOps for Cubic {
-    fn ssthresh(&mut self, ctx: &mut OpsCtx<'_>) -> u32 {
-        self.recalc_ssthresh(ctx.tp.snd_cwnd, ctx.profile, ctx.delay)
-    }
-
-    fn cong_avoid(&mut self, ctx: &mut OpsCtx<'_>, acked: u32, now_jiffies: u32) -> u32 {
-        let p = ctx.profile;
-        let per_ack = p.ai_step == AiStep::PerAck;
-        let u = CubicUpdate {
-            profile: p,
-            cwnd: ctx.tp.snd_cwnd,
-            acked: if per_ack { 1 } else { acked },
-            now_jiffies,
-            clock: ctx.clock,
-            clock_kind: p.clock,
-        };
-        self.update(&u, ctx.delay);
-        if per_ack {
-            ctx.tp.cong_avoid_ai_per_ack(self.cnt);
-        } else {
-            ctx.tp.cong_avoid_ai_acked(self.cnt, acked);
-        }
-        // CUBIC counts its own guards in `Cubic::guards`.
-        0
-    }
-
-    fn set_state(&mut self, profile: &Profile, new_state: CaState) {
-        if new_state == CaState::Loss {
-            self.reset_on_loss(profile);
-        }
-    }
-
-    fn pkts_acked(&mut self, profile: &Profile, ca_state: CaState, pkts: u32) {
-        if ca_state == CaState::Open && profile.delayed_ack != DelayedAck::Off {
-            self.ack_ratio_sample(pkts, profile.delayed_ack);
-        }
-    }
-
-    fn undo_cwnd(&self, tp: &TcpSock, profile: &Profile) -> u32 {
-        Cubic::undo_cwnd(self, tp.snd_cwnd, tp.prior_cwnd, profile.undo)
     }
 }

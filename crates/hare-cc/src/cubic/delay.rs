@@ -1,0 +1,111 @@
+//! CUBIC's delay measurement: the sample `bictcp_acked()` (2.6.29+) or `measure_delay()`
+//! (2.6.20 - 2.6.22) takes from one ACK, the 1 s blackout after an epoch start, and the
+//! units of `delay_min` per era (jiffies << 3, ms << 3, us).
+//!
+//! `delay_min` lives in CUBIC's `struct bictcp` ([`crate::cubic::CubicSlowStart`]); the
+//! blackout reads the module's `epoch_start`.
+
+use crate::clock::{jiffies_to_usecs, usecs_to_jiffies, KernelClock, USEC_PER_SEC};
+use crate::profile::{ClockKind, DelayBlackout, RttSample};
+
+/// How delay samples are taken and expressed in one era.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DelayRules {
+    /// Clock / unit of `delay_min`.
+    pub clock: ClockKind,
+    /// Source and quantisation of the samples.
+    pub rtt_sample: RttSample,
+    /// The 1 s blackout rule.
+    pub blackout: DelayBlackout,
+    /// HyStart is on (2.6.39's `TCP_CONG_RTT_STAMP` at HZ < 1000).
+    pub hystart: bool,
+}
+
+/// True while samples are discarded "right after fast recovery": less than 1 s (HZ jiffies)
+/// after `epoch_start`.
+pub fn in_blackout(epoch_start: u32, rules: &DelayRules, clock: &KernelClock, now_j: u32) -> bool {
+    let recent = (now_j.wrapping_sub(epoch_start) as i32) < clock.hz() as i32;
+    match rules.blackout {
+        DelayBlackout::Always => recent,
+        DelayBlackout::EpochStarted => epoch_start != 0 && recent,
+    }
+}
+
+/// One RTT sample (`now - sent` of the newest acknowledged packet) as the era's delay value,
+/// `None` when the era would not produce a sample. Does not apply the blackout.
+pub fn delay_of(rules: &DelayRules, clock: &KernelClock, now_us: u64, rtt_us: u64) -> Option<u32> {
+    // The kernel passes rtt_us as an s32: larger values are negative, i.e. no sample.
+    if rtt_us > i32::MAX as u64 {
+        return None;
+    }
+    let hz = clock.hz();
+    let seq_rtt = || {
+        // jiffies(now) - jiffies(sent): the tick difference, as `now - scb->when`.
+        let sent = now_us.saturating_sub(rtt_us);
+        clock.jiffies(now_us).wrapping_sub(clock.jiffies(sent)) as i32
+    };
+    let rtt_us: u64 = match rules.rtt_sample {
+        RttSample::Tsecr => {
+            // 2.6.20 - 2.6.22 `measure_delay()`: `if (!(saw_tstamp && rcv_tsecr)) return`: an
+            // echoed timestamp (the jiffies the packet was sent at) of 0 reads as "no
+            // timestamp", so a packet sent when the u32 jiffies counter read 0 gives no sample.
+            let sent_j = clock.jiffies(now_us.saturating_sub(rtt_us));
+            if sent_j == 0 {
+                return None;
+            }
+            jiffies_to_usecs(hz, clock.jiffies(now_us).wrapping_sub(sent_j))
+        }
+        RttSample::JiffiesPositive => {
+            let j = seq_rtt();
+            if j <= 0 {
+                return None;
+            }
+            jiffies_to_usecs(hz, j as u32)
+        }
+        RttSample::JiffiesOrStamp => {
+            if rules.hystart && hz < 1000 {
+                rtt_us
+            } else {
+                let j = seq_rtt();
+                if j < 0 {
+                    return None;
+                }
+                jiffies_to_usecs(hz, j as u32)
+            }
+        }
+        RttSample::Us => rtt_us,
+    };
+    let delay = match rules.clock {
+        ClockKind::Jiffies => usecs_to_jiffies(hz, rtt_us.min(u64::from(u32::MAX)) as u32) << 3,
+        ClockKind::Ms => ((rtt_us << 3) / 1000) as u32,
+        ClockKind::Us => rtt_us as u32,
+    };
+    Some(delay.max(1))
+}
+
+/// `delay_min` as jiffies for CUBIC's `t + delay_min`: `delay_min >> 3` (jiffies era),
+/// `msecs_to_jiffies(delay_min >> 3)` (ms era) or `usecs_to_jiffies(delay_min)` (us era).
+pub fn delay_min_jiffies(delay_min: u32, clock_kind: ClockKind, clock: &KernelClock) -> u32 {
+    match clock_kind {
+        ClockKind::Jiffies => delay_min >> 3,
+        ClockKind::Ms => clock.msecs_to_jiffies(delay_min >> 3),
+        ClockKind::Us => clock.usecs_to_jiffies(delay_min),
+    }
+}
+
+/// A delay value of the era in microseconds (for snapshots and logs).
+pub fn delay_to_us(delay: u32, clock_kind: ClockKind, hz: u32) -> u64 {
+    match clock_kind {
+        ClockKind::Jiffies => u64::from(delay) * USEC_PER_SEC / (8 * u64::from(hz.max(1))),
+        ClockKind::Ms => u64::from(delay) * 125,
+        ClockKind::Us => u64::from(delay),
+    }
+}
+
+/// Ticks of the era's HyStart clock per delay value: the `<< 3` of the jiffies and ms eras.
+pub fn delay_ticks(delay: u32, clock_kind: ClockKind) -> u32 {
+    match clock_kind {
+        ClockKind::Jiffies | ClockKind::Ms => delay >> 3,
+        ClockKind::Us => delay,
+    }
+}

@@ -1,0 +1,239 @@
+//! CUBIC (`net/ipv4/tcp_cubic.c`), every era, as its own `tcp_congestion_ops`: the growth
+//! function ([`update`]: `bictcp_update()`), `bictcp_recalc_ssthresh()`, `bictcp_acked()`
+//! (the `delayed_ack` EWMA, then the delay sample and HyStart of [`slow_start`]),
+//! `bictcp_cong_avoid()`, `bictcp_state()` / `bictcp_reset()`, the idle-restart
+//! `cwnd_event` and the undo rule of the era. `delay_min` and `epoch_start` are fields of
+//! [`Cubic`], as of the kernel's `struct bictcp`.
+
+pub mod delay;
+pub mod hystart;
+pub mod hystart_pp;
+pub mod slow_start;
+pub mod update;
+
+pub use slow_start::{hystart_ack_delay_us, CubicSlowStart};
+pub use update::{
+    beta_scale, cube_factor, cube_rtt_scale, cubic_delta, CubicUpdate, ACK_RATIO_LIMIT,
+    ACK_RATIO_SHIFT, BICTCP_BETA_SCALE, BICTCP_HZ,
+};
+
+use crate::clock::{after32, KernelClock};
+use crate::ops::{AckSample, CaEvent, CongAvoidArgs, CongestionOps, OpsCtx};
+use crate::profile::{AiStep, Algorithm, DelayedAck, Profile, SlowStartKind, UndoRule};
+use crate::tcp_cong;
+use crate::tcp_sock::{CaState, TcpSock};
+
+/// One connection's `struct bictcp` (CUBIC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cubic {
+    /// `cnt`: ACKs (old eras) or packets (modern) per +1 cwnd.
+    pub cnt: u32,
+    /// `last_max_cwnd` (W_max).
+    pub last_max_cwnd: u32,
+    /// `loss_cwnd`: cwnd at the last loss.
+    pub loss_cwnd: u32,
+    /// `last_cwnd`: cwnd when `cnt` was last computed.
+    pub last_cwnd: u32,
+    /// `last_time`: jiffies when `cnt` was last computed.
+    pub last_time: u32,
+    /// `bic_origin_point`.
+    pub bic_origin_point: u32,
+    /// `bic_K` in 1/1024 s.
+    pub bic_k: u32,
+    /// `epoch_start`: jiffies at the start of the current growth epoch; 0 = none (the
+    /// kernel's convention, ambiguous when the jiffies counter itself reads 0).
+    pub epoch_start: u32,
+    /// `ack_cnt`: ACKs (or packets) in this epoch, for the Reno estimate.
+    pub ack_cnt: u32,
+    /// `tcp_cwnd`: the Reno-equivalent window.
+    pub tcp_cwnd: u32,
+    /// `delayed_ack`: packets per ACK << 4 (EWMA), initially 2 << 4.
+    pub delayed_ack: u32,
+    /// `delay_min` and the slow-start exits (HyStart's fields of `struct bictcp`).
+    pub ss: CubicSlowStart,
+    /// `beta_scale` computed at "module init" (construction).
+    pub beta_scale: u32,
+    /// `cube_rtt_scale`.
+    pub cube_rtt_scale: u32,
+    /// `cube_factor`.
+    pub cube_factor: u64,
+    /// Times a kernel overflow / divide-by-zero / endless loop was replaced by a defined path.
+    pub guards: u32,
+}
+
+impl Cubic {
+    /// `bictcp_init()`'s state for a profile (constants computed as at module init), with the
+    /// profile's slow-start strategy for CUBIC.
+    pub fn new(p: &Profile) -> Self {
+        let clock = KernelClock::new(p.hz, p.uptime_ms);
+        Cubic {
+            cnt: 0,
+            last_max_cwnd: 0,
+            loss_cwnd: 0,
+            last_cwnd: 0,
+            last_time: 0,
+            bic_origin_point: 0,
+            bic_k: 0,
+            epoch_start: 0,
+            ack_cnt: 0,
+            tcp_cwnd: 0,
+            delayed_ack: 2 << ACK_RATIO_SHIFT,
+            ss: CubicSlowStart::new(p, p.slow_start_for(Algorithm::Cubic), &clock),
+            beta_scale: beta_scale(p.beta),
+            cube_rtt_scale: cube_rtt_scale(p.bic_scale),
+            cube_factor: cube_factor(p.bic_scale),
+            guards: 0,
+        }
+    }
+
+    /// `delay_min` in the era's unit (0 = no sample yet).
+    pub fn delay_min(&self) -> u32 {
+        self.ss.delay_min
+    }
+
+    /// `bictcp_reset()` on entering `TCP_CA_Loss`: the growth state, `epoch_start`,
+    /// `delay_min` and HyStart's `found` (the caller's [`CubicSlowStart::on_loss_state`]).
+    /// `loss_cwnd` is part of the reset up to 2.6.39; from 3.x (when undo started to use it)
+    /// it is cleared only at init.
+    pub fn reset_on_loss(&mut self, p: &Profile) {
+        let loss_cwnd = self.loss_cwnd;
+        let guards = self.guards;
+        let ss = self.ss;
+        *self = Cubic::new(p);
+        self.guards = guards;
+        self.ss = ss;
+        if p.undo == UndoRule::LossCwnd {
+            self.loss_cwnd = loss_cwnd;
+        }
+    }
+
+    /// `bictcp_acked()`'s EWMA: `delayed_ack += cnt - delayed_ack / 16` (state Open only,
+    /// checked by the caller), in the width of the era.
+    pub fn ack_ratio_sample(&mut self, cnt: u32, kind: DelayedAck) {
+        match kind {
+            DelayedAck::Off => {}
+            DelayedAck::U32 => {
+                // 2.6.20: `cnt -= delayed_ack >> 4; delayed_ack += cnt` in u32.
+                self.delayed_ack = self
+                    .delayed_ack
+                    .wrapping_add(cnt.wrapping_sub(self.delayed_ack >> ACK_RATIO_SHIFT));
+            }
+            DelayedAck::U16 => {
+                // 2.6.29: the same on a u16 field, which wraps (and may hit 0).
+                let next = self
+                    .delayed_ack
+                    .wrapping_add(cnt.wrapping_sub(self.delayed_ack >> ACK_RATIO_SHIFT));
+                self.delayed_ack = next & 0xffff;
+            }
+            DelayedAck::Capped => {
+                let ratio = self
+                    .delayed_ack
+                    .wrapping_sub(self.delayed_ack >> ACK_RATIO_SHIFT)
+                    .wrapping_add(cnt);
+                self.delayed_ack = ratio.min(ACK_RATIO_LIMIT);
+            }
+        }
+    }
+
+    /// `bictcp_recalc_ssthresh()`: end the epoch, set W_max (fast convergence), remember
+    /// `loss_cwnd`, return `max(cwnd * beta / 1024, 2)`.
+    pub fn recalc_ssthresh(&mut self, cwnd: u32, p: &Profile) -> u32 {
+        self.epoch_start = 0; // end of epoch
+        self.last_max_cwnd = if cwnd < self.last_max_cwnd && p.fast_convergence {
+            cwnd.wrapping_mul(BICTCP_BETA_SCALE + p.beta) / (2 * BICTCP_BETA_SCALE)
+        } else {
+            cwnd
+        };
+        self.loss_cwnd = cwnd;
+        (cwnd.wrapping_mul(p.beta) / BICTCP_BETA_SCALE).max(2)
+    }
+
+    /// `undo_cwnd` of the era (never called under quinn 0.11, which has no spurious-loss undo).
+    pub fn undo_cwnd(&self, cwnd: u32, prior_cwnd: u32, rule: UndoRule) -> u32 {
+        match rule {
+            UndoRule::LastMax => cwnd.max(self.last_max_cwnd),
+            UndoRule::LossCwnd => cwnd.max(self.loss_cwnd),
+            UndoRule::PriorCwnd => cwnd.max(prior_cwnd),
+        }
+    }
+}
+
+impl CongestionOps for Cubic {
+    fn init(&mut self, ctx: &mut OpsCtx<'_>) {
+        // `initial_ssthresh` is honoured only while HyStart is off (ae27e98a5152).
+        let p = ctx.profile;
+        if p.initial_ssthresh != 0 && self.ss.kind != SlowStartKind::HyStart {
+            ctx.tp.snd_ssthresh = p.initial_ssthresh;
+        }
+    }
+
+    fn ssthresh(&mut self, ctx: &mut OpsCtx<'_>) -> u32 {
+        self.ss.on_reduction();
+        self.recalc_ssthresh(ctx.tp.snd_cwnd, ctx.profile)
+    }
+
+    fn cong_avoid(&mut self, ctx: &mut OpsCtx<'_>, args: &CongAvoidArgs) {
+        // 2.6.20 - 2.6.22: `measure_delay(sk)` first, before the cwnd-limited test.
+        self.ss.measure_delay(ctx, self.epoch_start, args.rtt_us);
+        if !tcp_cong::is_cwnd_limited(ctx.tp, ctx.profile, args.in_flight) {
+            return;
+        }
+        let mut acked = args.acked;
+        if ctx.tp.in_slow_start(ctx.profile.ss_compare) {
+            // 4.x+: `acked = tcp_slow_start(tp, acked); if (!acked) return;`; the older
+            // forms use the whole ACK.
+            acked = self.ss.slow_start(ctx, acked);
+            if acked == 0 {
+                return;
+            }
+        }
+        let p = ctx.profile;
+        let per_ack = p.ai_step == AiStep::PerAck;
+        let u = CubicUpdate {
+            profile: p,
+            cwnd: ctx.tp.snd_cwnd,
+            acked: if per_ack { 1 } else { acked },
+            now_jiffies: ctx.now_j,
+            clock: ctx.clock,
+            clock_kind: p.clock,
+        };
+        self.update(&u);
+        tcp_cong::cong_avoid_ai(ctx.tp, p, self.cnt, acked);
+    }
+
+    fn set_state(&mut self, ctx: &mut OpsCtx<'_>, new_state: CaState) {
+        // bictcp_state(): `if (new_state == TCP_CA_Loss) { bictcp_reset(ca);
+        // bictcp_hystart_reset(sk); }`.
+        if new_state == CaState::Loss {
+            self.reset_on_loss(ctx.profile);
+            self.ss.on_loss_state(ctx);
+        }
+    }
+
+    fn cwnd_event(&mut self, ctx: &mut OpsCtx<'_>, event: CaEvent) {
+        let CaEvent::TxStart { idle_jiffies } = event;
+        if !ctx.profile.idle_restart {
+            return;
+        }
+        // "tcp_cubic: better follow cubic curve after idle period" (2015): shift
+        // epoch_start by the idle time to stay on the curve.
+        if self.epoch_start != 0 && idle_jiffies > 0 {
+            self.epoch_start = self.epoch_start.wrapping_add(idle_jiffies as u32);
+            if after32(self.epoch_start, ctx.now_j) {
+                self.epoch_start = ctx.now_j;
+            }
+        }
+    }
+
+    fn pkts_acked(&mut self, ctx: &mut OpsCtx<'_>, sample: &AckSample) {
+        let p = ctx.profile;
+        if ctx.tp.ca_state == CaState::Open && p.delayed_ack != DelayedAck::Off {
+            self.ack_ratio_sample(sample.pkts, p.delayed_ack);
+        }
+        self.ss.pkts_acked(ctx, self.epoch_start, sample.rtt_us);
+    }
+
+    fn undo_cwnd(&self, tp: &TcpSock, profile: &Profile) -> u32 {
+        Cubic::undo_cwnd(self, tp.snd_cwnd, tp.prior_cwnd, profile.undo)
+    }
+}
