@@ -239,7 +239,7 @@ impl KernelCc {
             return;
         }
         self.tp.ca_state = CaState::Open;
-        tracing::info!(
+        tracing::trace!(
             target: TRACE_TARGET,
             t_us = now_us,
             cwnd = self.tp.snd_cwnd,
@@ -278,7 +278,7 @@ impl KernelCc {
             self.record_exit(now_us, from, ssthresh, ExitReason::Loss);
         }
         self.reductions = self.reductions.saturating_add(1);
-        tracing::info!(
+        tracing::trace!(
             target: TRACE_TARGET,
             t_us = now_us,
             from_cwnd = from,
@@ -339,7 +339,7 @@ impl KernelCc {
         }
         self.ss_exited = false;
         self.rto_resets = self.rto_resets.saturating_add(1);
-        tracing::info!(
+        tracing::trace!(
             target: TRACE_TARGET,
             t_us = now_us,
             from_cwnd = from,

@@ -534,14 +534,14 @@ impl KernelCc {
         match t {
             PpTransition::None => {}
             PpTransition::EnterCss => {
-                tracing::info!(target: TRACE_TARGET, t_us = ack.now_us, cwnd, "css entered");
+                tracing::trace!(target: TRACE_TARGET, t_us = ack.now_us, cwnd, "css entered");
                 self.events.push(CcEvent::CssEntered {
                     t_us: ack.now_us,
                     cwnd,
                 });
             }
             PpTransition::AbortCss => {
-                tracing::info!(target: TRACE_TARGET, t_us = ack.now_us, cwnd, "css aborted");
+                tracing::trace!(target: TRACE_TARGET, t_us = ack.now_us, cwnd, "css aborted");
                 self.events.push(CcEvent::CssAborted {
                     t_us: ack.now_us,
                     cwnd,
@@ -687,7 +687,7 @@ impl KernelCc {
         self.exit_reason = Some(reason);
         self.exit_cwnd = Some(cwnd);
         self.exit_t_us = Some(t_us);
-        tracing::info!(
+        tracing::trace!(
             target: TRACE_TARGET,
             t_us,
             cwnd,
