@@ -92,7 +92,7 @@ impl fmt::Display for Phase {
 }
 
 /// One decision of the controller, in kernel units (segments, microseconds since the
-/// controller was built; see [`crate::ConnectionView::origin`] for that instant).
+/// controller was built; see [`crate::ControllerView::origin`] for that instant).
 ///
 /// Non-exhaustive: new kinds of decision (an undo, a CWR episode) can be added. The variants'
 /// fields are plain data and can be matched with `..`.
