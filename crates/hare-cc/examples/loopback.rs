@@ -23,8 +23,24 @@ use rustls::pki_types::{CertificateDer, PrivatePkcs8KeyDer};
 type Res<T> = Result<T, Box<dyn Error + Send + Sync>>;
 type ServerParts = (Endpoint, SocketAddr, CertificateDer<'static>);
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> Res<()> {
+fn main() -> std::process::ExitCode {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    let result = match runtime {
+        Ok(runtime) => runtime.block_on(run()),
+        Err(e) => Err(e.into()),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("loopback: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Res<()> {
     let mut args = std::env::args().skip(1);
     let spec: CcSpec = args.next().as_deref().unwrap_or("cubic@linux-6").parse()?;
     let megabytes: usize = match args.next() {
@@ -60,13 +76,19 @@ async fn main() -> Res<()> {
 
     let mbit = received as f64 * 8.0 / elapsed.as_secs_f64() / 1e6;
     println!("{received} bytes in {elapsed:.2?} ({mbit:.0} Mbit/s)");
-    if let Some((id, s)) = observer.latest() {
+    let sender = observer
+        .controllers()
+        .into_iter()
+        .filter_map(|id| observer.view(id))
+        .find(|view| view.side == Some(Side::Client));
+    if let Some(view) = sender {
+        let (id, s) = (view.id, view.snapshot);
         let exit = match (s.exit_reason, s.exit_cwnd) {
             (Some(reason), Some(cwnd)) => format!("slow start ended at cwnd {cwnd} ({reason})"),
             _ => "slow start did not end".to_owned(),
         };
         println!(
-            "controller {id}: {exit}; {} window reductions",
+            "client controller {id}: {exit}; {} window reductions",
             s.reductions
         );
     }
@@ -122,11 +144,13 @@ async fn receive(endpoint: Endpoint) -> Res<usize> {
     Ok(total)
 }
 
-/// Every 100 ms: the sender's (client's) snapshot, then the decisions published since.
+/// Every 100 ms: the decisions published since the last tick, then the sender's (client's)
+/// latest snapshot.
 async fn print_telemetry(observer: Observer) {
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     loop {
         tick.tick().await;
+        print_events(&observer);
         for id in observer.controllers() {
             let Some(view) = observer.view(id) else {
                 continue;
@@ -141,7 +165,6 @@ async fn print_telemetry(observer: Observer) {
                 );
             }
         }
-        print_events(&observer);
     }
 }
 
