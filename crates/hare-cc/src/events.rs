@@ -290,3 +290,63 @@ pub struct Snapshot {
     /// Number of RTO resets so far.
     pub rto_resets: u32,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_display_one_line_each() {
+        let lines: Vec<String> = [
+            CcEvent::CssEntered { t_us: 5, cwnd: 40 },
+            CcEvent::CssAborted {
+                t_us: 1_000_000,
+                cwnd: 41,
+            },
+            CcEvent::WindowReduced {
+                t_us: 2_500_000,
+                from_cwnd: 100,
+                to_cwnd: 70,
+                ssthresh: 70,
+                ecn: true,
+            },
+            CcEvent::RecoveryEnded {
+                t_us: 2_600_000,
+                cwnd: 70,
+            },
+            CcEvent::RtoReset {
+                t_us: 3_000_001,
+                from_cwnd: 70,
+                ssthresh: 49,
+            },
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        assert_eq!(
+            lines,
+            [
+                "0.000005 s: conservative slow start entered, cwnd 40",
+                "1.000000 s: conservative slow start aborted, cwnd 41",
+                "2.500000 s: window reduced (ecn-ce), cwnd 100 -> 70 ssthresh 70",
+                "2.600000 s: recovery ended, cwnd 70",
+                "3.000001 s: rto reset (persistent congestion), cwnd 70 -> minimum ssthresh 49",
+            ]
+        );
+    }
+
+    #[test]
+    fn phases_and_reasons_display_their_names() {
+        assert_eq!(Phase::SlowStart.to_string(), "slow-start");
+        assert_eq!(
+            Phase::ConservativeSlowStart.to_string(),
+            "conservative-slow-start"
+        );
+        assert_eq!(
+            Phase::CongestionAvoidance.to_string(),
+            "congestion-avoidance"
+        );
+        assert_eq!(Phase::Recovery.to_string(), "recovery");
+        assert_eq!(ExitReason::SsthreshReached.to_string(), "ssthresh-reached");
+    }
+}

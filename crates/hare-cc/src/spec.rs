@@ -8,7 +8,10 @@
 //! ```
 //!
 //! For hare's algorithms the keys are the profile's parameters ([`Profile::KEYS`], like
-//! writing `/sys/module/tcp_cubic/parameters/*`); they are checked by [`Profile::set`]. For
+//! writing `/sys/module/tcp_cubic/parameters/*`); they are checked by [`Profile::set`], and a
+//! key the chosen algorithm does not use is refused with the keys it has
+//! ([`Profile::keys_for`], [`SpecError::KeyNotUsed`]: `reno@linux-6,beta=700` gives "reno has
+//! no key \`beta\`; its keys are route_ssthresh, slow_start, ..."). For
 //! quinn's controllers the keys are `initial_window` (bytes, all three) and
 //! `loss_reduction_factor` (`quinn-newreno`). Examples: `cubic`, `cubic@linux-2.6.20`,
 //! `cubic@linux-6,hystart=0,initial_ssthresh=100,hz=250`, `bic@linux-2.6.20`, `reno`,
