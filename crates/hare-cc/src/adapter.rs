@@ -42,7 +42,7 @@ use std::time::Instant;
 
 use crate::engine::{AckEvent, KernelCc, LossSignal};
 use crate::events::{CcEvent, Snapshot};
-use crate::observer::{ConnectionId, Observer, Tap};
+use crate::observer::{ControllerId, Observer, Tap};
 use crate::profile::{Algorithm, Profile};
 
 /// Extra byte added to `window()` so that quinn's `>=` send test admits `cwnd` full packets.
@@ -101,7 +101,7 @@ impl std::fmt::Debug for HareController {
             .field("mss", &self.mss)
             .field("in_flight", &self.in_flight)
             .field("in_recovery", &self.in_recovery)
-            .field("connection", &self.connection_id())
+            .field("id", &self.id())
             .finish_non_exhaustive()
     }
 }
@@ -137,15 +137,24 @@ impl HareController {
             tap: None,
         };
         if let Some(observer) = observer {
-            let tap = observer.register(this.snapshot());
+            let tap = observer.register(now, this.snapshot());
             this.tap = Some(tap);
         }
         this
     }
 
-    /// The id this controller's connection got from the [`Observer`], if one was given.
-    pub fn connection_id(&self) -> Option<ConnectionId> {
+    /// The id this controller got from the [`Observer`] its factory was given (`None`
+    /// without one). A copy made by quinn (`clone_box`) keeps the id, so the copy that
+    /// `connection.congestion_state().clone_box().into_any().downcast::<HareController>()`
+    /// gives names the connection's registration.
+    pub fn id(&self) -> Option<ControllerId> {
         self.tap.as_ref().map(Tap::id)
+    }
+
+    /// The `Instant` the controller was built at: event and snapshot times (`t_us`) are
+    /// microseconds since it.
+    pub fn origin(&self) -> Instant {
+        self.origin
     }
 
     /// The kernel model's state, with byte figures for the current segment size.
@@ -160,7 +169,9 @@ impl HareController {
         s
     }
 
-    /// The kernel model itself (read-only), for exact-value inspection.
+    /// The kernel model itself (read-only), for exact-value inspection. A test seam: only
+    /// with the `testing` feature, not part of the stable API.
+    #[cfg(feature = "testing")]
     pub fn kernel(&self) -> &KernelCc {
         &self.cc
     }
@@ -215,8 +226,15 @@ impl HareController {
 
     /// The per-packet part of `on_ack` without quinn's `RttEstimator` (which the adapter does
     /// not use and which cannot be built outside quinn-proto): the seam the event-sequence
-    /// driver ([`crate::script`]) and the fuzz target use.
+    /// driver (`script`) and the fuzz target use. Only with the `testing` feature, not part
+    /// of the stable API.
+    #[cfg(feature = "testing")]
     pub fn on_packet_acked(&mut self, now: Instant, sent: Instant, bytes: u64) {
+        self.packet_acked(now, sent, bytes);
+    }
+
+    /// The per-packet part of `on_ack`.
+    fn packet_acked(&mut self, now: Instant, sent: Instant, bytes: u64) {
         // `now` is converted once per frame, in on_end_acks (same `now` for the whole frame).
         let _ = now;
         if self.frame.packets == 0 {
@@ -271,11 +289,11 @@ impl HareController {
 
     /// Forward the model's decisions to `tracing` and the observer; publish when due.
     fn after_decision(&mut self, frame_done: bool) {
-        let conn = self.connection_id().map_or(0, |id| id.0);
+        let controller = self.id().map_or(0, ControllerId::get);
         let mut had_events = false;
         for event in self.cc.drain_events() {
             had_events = true;
-            trace_event(conn, &event);
+            trace_event(controller, &event);
             if let Some(tap) = self.tap.as_mut() {
                 tap.push(event);
             }
@@ -307,10 +325,11 @@ impl Drop for HareController {
     }
 }
 
-/// Forward one kernel-model decision to `tracing` (target `hare_cc`, debug level) with the
-/// connection id. The kernel model itself logs each decision at info level without the id.
-fn trace_event(conn: u64, event: &CcEvent) {
-    tracing::debug!(target: "hare_cc", conn, event = ?event, "cc event");
+/// Forward one kernel-model decision to `tracing` (target `hare_cc`, debug level: one line
+/// per decision is too much for `info` inside an application) with the controller id. The
+/// kernel model itself logs each decision at trace level without the id.
+fn trace_event(controller: u64, event: &CcEvent) {
+    tracing::debug!(target: "hare_cc", controller, "{event}");
 }
 
 impl Controller for HareController {
@@ -331,7 +350,7 @@ impl Controller for HareController {
         _app_limited: bool,
         _rtt: &RttEstimator,
     ) {
-        self.on_packet_acked(now, sent, bytes);
+        self.packet_acked(now, sent, bytes);
     }
 
     fn on_end_acks(

@@ -249,7 +249,7 @@ impl KernelCc {
             return;
         }
         self.tp.ca_state = CaState::Open;
-        tracing::info!(
+        tracing::trace!(
             target: TRACE_TARGET,
             t_us = now_us,
             cwnd = self.tp.snd_cwnd,
@@ -287,7 +287,7 @@ impl KernelCc {
             self.record_exit(now_us, from, ssthresh, ExitReason::Loss);
         }
         self.reductions = self.reductions.saturating_add(1);
-        tracing::info!(
+        tracing::trace!(
             target: TRACE_TARGET,
             t_us = now_us,
             from_cwnd = from,
@@ -344,7 +344,7 @@ impl KernelCc {
         self.reset_algorithm_on_loss(now_us);
         self.ss_exited = false;
         self.rto_resets = self.rto_resets.saturating_add(1);
-        tracing::info!(
+        tracing::trace!(
             target: TRACE_TARGET,
             t_us = now_us,
             from_cwnd = from,

@@ -232,7 +232,7 @@ impl KernelCc {
         self.exit_reason = Some(reason);
         self.exit_cwnd = Some(cwnd);
         self.exit_t_us = Some(t_us);
-        tracing::info!(
+        tracing::trace!(
             target: TRACE_TARGET,
             t_us,
             cwnd,

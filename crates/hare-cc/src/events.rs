@@ -3,11 +3,18 @@
 //! These types are the contract between the kernel model ([`crate::engine`]), the quinn
 //! adapter, the simulator and the report writers: keep them plain data.
 
+use std::fmt;
+
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
 /// Why slow start ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+///
+/// Non-exhaustive: a later kernel era (or a new slow-start strategy) can add a reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+#[non_exhaustive]
 pub enum ExitReason {
     /// Kernel HyStart's ACK-train test fired (`HYSTART_ACK_TRAIN`).
     AckTrain,
@@ -38,15 +45,21 @@ impl ExitReason {
     }
 }
 
-impl std::fmt::Display for ExitReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for ExitReason {
+    /// The kebab-case name of [`ExitReason::as_str`] (`ack-train`, `delay`, ...).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
 }
 
 /// Which part of its state machine the controller is in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+///
+/// Non-exhaustive: the kernel's `ca_state` has more states (`CWR`, `Loss`) than the model
+/// reports today.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+#[non_exhaustive]
 pub enum Phase {
     /// cwnd below ssthresh, growing by slow start.
     SlowStart,
@@ -58,10 +71,49 @@ pub enum Phase {
     Recovery,
 }
 
+impl Phase {
+    /// Stable kebab-case name used in reports and logs (`slow-start`,
+    /// `conservative-slow-start`, `congestion-avoidance`, `recovery`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::SlowStart => "slow-start",
+            Phase::ConservativeSlowStart => "conservative-slow-start",
+            Phase::CongestionAvoidance => "congestion-avoidance",
+            Phase::Recovery => "recovery",
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    /// The kebab-case name of [`Phase::as_str`].
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One decision of the controller, in kernel units (segments, microseconds since the
-/// controller was built).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "event", rename_all = "kebab-case")]
+/// controller was built; see [`crate::ControllerView::origin`] for that instant).
+///
+/// Non-exhaustive: new kinds of decision (an undo, a CWR episode) can be added. The variants'
+/// fields are plain data and can be matched with `..`.
+///
+/// `Display` prints one line for people:
+///
+/// ```
+/// use hare_cc::{CcEvent, ExitReason};
+///
+/// let exit = CcEvent::SlowStartExit {
+///     t_us: 1_250_000,
+///     cwnd: 120,
+///     ssthresh: 120,
+///     reason: ExitReason::AckTrain,
+/// };
+/// assert_eq!(exit.to_string(), "1.250000 s: slow start exit (ack-train), cwnd 120 ssthresh 120");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(tag = "event", rename_all = "kebab-case"))]
+#[non_exhaustive]
 pub enum CcEvent {
     /// Slow start ended (ssthresh was set or reached).
     SlowStartExit {
@@ -134,8 +186,60 @@ impl CcEvent {
     }
 }
 
+impl fmt::Display for CcEvent {
+    /// `SECONDS s: WHAT, FIGURES`, windows in segments.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t_us = self.t_us();
+        write!(f, "{}.{:06} s: ", t_us / 1_000_000, t_us % 1_000_000)?;
+        match self {
+            CcEvent::SlowStartExit {
+                cwnd,
+                ssthresh,
+                reason,
+                ..
+            } => write!(
+                f,
+                "slow start exit ({reason}), cwnd {cwnd} ssthresh {ssthresh}"
+            ),
+            CcEvent::CssEntered { cwnd, .. } => {
+                write!(f, "conservative slow start entered, cwnd {cwnd}")
+            }
+            CcEvent::CssAborted { cwnd, .. } => {
+                write!(f, "conservative slow start aborted, cwnd {cwnd}")
+            }
+            CcEvent::WindowReduced {
+                from_cwnd,
+                to_cwnd,
+                ssthresh,
+                ecn,
+                ..
+            } => {
+                let cause = if *ecn { "ecn-ce" } else { "loss" };
+                write!(
+                    f,
+                    "window reduced ({cause}), cwnd {from_cwnd} -> {to_cwnd} ssthresh {ssthresh}"
+                )
+            }
+            CcEvent::RecoveryEnded { cwnd, .. } => write!(f, "recovery ended, cwnd {cwnd}"),
+            CcEvent::RtoReset {
+                from_cwnd,
+                ssthresh,
+                ..
+            } => write!(
+                f,
+                "rto reset (persistent congestion), cwnd {from_cwnd} -> minimum ssthresh {ssthresh}"
+            ),
+        }
+    }
+}
+
 /// A point-in-time view of the controller's state, cheap to copy, in kernel units.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+///
+/// Non-exhaustive: fields are added as the model exposes more state; read the fields, build
+/// one with `Snapshot::default()` if needed.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[non_exhaustive]
 pub struct Snapshot {
     /// Algorithm name (`cubic`, `bic`, `reno`).
     pub algorithm: String,
@@ -185,4 +289,64 @@ pub struct Snapshot {
     pub reductions: u32,
     /// Number of RTO resets so far.
     pub rto_resets: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_display_one_line_each() {
+        let lines: Vec<String> = [
+            CcEvent::CssEntered { t_us: 5, cwnd: 40 },
+            CcEvent::CssAborted {
+                t_us: 1_000_000,
+                cwnd: 41,
+            },
+            CcEvent::WindowReduced {
+                t_us: 2_500_000,
+                from_cwnd: 100,
+                to_cwnd: 70,
+                ssthresh: 70,
+                ecn: true,
+            },
+            CcEvent::RecoveryEnded {
+                t_us: 2_600_000,
+                cwnd: 70,
+            },
+            CcEvent::RtoReset {
+                t_us: 3_000_001,
+                from_cwnd: 70,
+                ssthresh: 49,
+            },
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        assert_eq!(
+            lines,
+            [
+                "0.000005 s: conservative slow start entered, cwnd 40",
+                "1.000000 s: conservative slow start aborted, cwnd 41",
+                "2.500000 s: window reduced (ecn-ce), cwnd 100 -> 70 ssthresh 70",
+                "2.600000 s: recovery ended, cwnd 70",
+                "3.000001 s: rto reset (persistent congestion), cwnd 70 -> minimum ssthresh 49",
+            ]
+        );
+    }
+
+    #[test]
+    fn phases_and_reasons_display_their_names() {
+        assert_eq!(Phase::SlowStart.to_string(), "slow-start");
+        assert_eq!(
+            Phase::ConservativeSlowStart.to_string(),
+            "conservative-slow-start"
+        );
+        assert_eq!(
+            Phase::CongestionAvoidance.to_string(),
+            "congestion-avoidance"
+        );
+        assert_eq!(Phase::Recovery.to_string(), "recovery");
+        assert_eq!(ExitReason::SsthreshReached.to_string(), "ssthresh-reached");
+    }
 }

@@ -24,7 +24,7 @@ use crate::profile::{Algorithm, Profile};
 /// let factory = HareFactory::new(Algorithm::Cubic, profile).with_observer(observer.clone());
 /// let mut transport = quinn_proto::TransportConfig::default();
 /// transport.congestion_controller_factory(Arc::new(factory));
-/// assert!(observer.connections().is_empty()); // nothing built until a connection starts
+/// assert!(observer.controllers().is_empty()); // nothing built until a connection starts
 /// ```
 #[derive(Debug, Clone)]
 pub struct HareFactory {

@@ -1,4 +1,127 @@
-//! hare-cc: Linux-kernel-faithful congestion control for quinn.
+//! Linux-kernel-faithful congestion control for [quinn](https://docs.rs/quinn) 0.11: CUBIC,
+//! BIC and Reno with the kernel's slow-start family (the `initial_ssthresh` clamp, RFC 3742
+//! limited slow start, kernel HyStart of every era, HyStart++), making the decisions the Linux
+//! version a *profile* names, with that version's integer arithmetic.
+//!
+//! # Quick start
+//!
+//! **Choose a controller** with a [`CcSpec`]: `ALG[@PROFILE][,KEY=VALUE]...`, where `ALG` is
+//! `cubic`, `bic` or `reno` (hare's kernel model) or `quinn-cubic`, `quinn-newreno`,
+//! `quinn-bbr` (quinn's own, for comparison), and the profile is a kernel era (default
+//! `linux-6`). **Plug it in** with one line of quinn's `TransportConfig`:
+//!
+//! ```
+//! # fn main() -> Result<(), hare_cc::SpecError> {
+//! let mut transport = quinn::TransportConfig::default();
+//! transport.congestion_controller_factory("cubic@linux-2.6.20".parse::<hare_cc::CcSpec>()?.factory());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Then use `transport` in a `quinn::ClientConfig` or `ServerConfig` as usual
+//! (`Arc::new(transport)`): every connection gets its own controller.
+//!
+//! **Observe slow-start exits** (and every other decision) with an [`Observer`]: give a
+//! handle to the factory, read [`Snapshot`]s and drain [`CcEvent`]s from any thread while the
+//! connections run. Tag the handle with the endpoint's side to tell the registrations of a
+//! client and a server configuration apart:
+//!
+//! ```
+//! # fn main() -> Result<(), hare_cc::SpecError> {
+//! use hare_cc::{CcEvent, CcSpec, Observer};
+//! use quinn::Side;
+//!
+//! let observer = Observer::new();
+//! let spec: CcSpec = "cubic@linux-6,hystart_detect=2".parse()?;
+//! let mut transport = quinn::TransportConfig::default();
+//! transport.congestion_controller_factory(spec.factory_with_observer(observer.for_side(Side::Client)));
+//! // ... later, while connections run:
+//! for id in observer.controllers() {
+//!     if let Some(s) = observer.snapshot(id) {
+//!         println!("controller {id}: cwnd {} segments, ssthresh {:?}", s.cwnd, s.ssthresh);
+//!     }
+//!     for event in observer.drain_events(id) {
+//!         if let CcEvent::SlowStartExit { cwnd, reason, .. } = event {
+//!             println!("controller {id} left slow start at cwnd {cwnd}: {reason}");
+//!         } else {
+//!             println!("controller {id}: {event}"); // e.g. "1.250000 s: window reduced (loss), ..."
+//!         }
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! **Which connection is which**: `connection.congestion_state()` is the connection's
+//! controller; a copy of it downcasts to [`HareController`], whose [`HareController::id`] is
+//! the [`ControllerId`] the observer uses (see the [`observer`] module). Event times are
+//! microseconds since [`ControllerView::origin`].
+//!
+//! ```no_run
+//! # fn show(connection: &quinn::Connection, observer: &hare_cc::Observer) {
+//! let copy = connection.congestion_state().clone_box().into_any();
+//! if let Ok(controller) = copy.downcast::<hare_cc::HareController>() {
+//!     let id = controller.id().expect("its factory had an observer");
+//!     let view = observer.view(id).expect("registered");
+//!     println!("{:?} controller {id}: {:?}", view.side, controller.snapshot().phase);
+//! }
+//! # }
+//! ```
+//!
+//! A complete client/server program moving data over loopback with live telemetry is
+//! `examples/loopback.rs` (`cargo run -p hare-cc --example loopback`).
+//!
+//! # What a profile means
+//!
+//! A [`Profile`] is every constant and behavioural switch of one kernel era, in the kernel's
+//! units: `tcp_cubic.c` / `tcp_bic.c` module parameters (`beta`, `hystart_detect`, ...), the
+//! sysctls that matter (`HZ`, initial window) and the arithmetic and ordering choices that
+//! changed between releases (cube root, slow-start increment, the order of growth and loss
+//! reaction inside one ACK). The built-in eras are [`Profile::NAMES`]: `linux-2.6.20`,
+//! `linux-2.6.22`, `linux-2.6.26`, `linux-2.6.29`, `linux-2.6.39`, `linux-4.4` and `linux-6`.
+//! Each profile's default is what that kernel does: HyStart runs only in CUBIC, as in every
+//! kernel. A combination no kernel had (HyStart on BIC, HyStart++) exists only when a key
+//! names it, and then [`CcSpec::label`] and [`Snapshot::profile`] say `(non-kernel: ...)`.
+//!
+//! Override keys like writing `/sys/module/tcp_cubic/parameters/*`: in a spec
+//! (`cubic@linux-2.6.39,hz=1000`), with [`Profile::set`], or with a [`ProfileBuilder`]. A key
+//! the chosen algorithm does not use is refused (`reno@linux-6,beta=700`: "reno has no key
+//! `beta`; its keys are ..."), as is an unknown key or a bad value, each naming what is valid.
+//!
+//! The model works in segments of quinn's current MTU and converts quinn's per-packet
+//! callbacks into the kernel's per-ACK processing (one ACK frame = one ACK); where QUIC or
+//! quinn cannot do what TCP does (no PRR, no undo) the crate's README lists it.
+//!
+//! # Public surface
+//!
+//! - Selection: [`CcSpec`], [`SpecAlgorithm`], [`SpecError`].
+//! - Controllers: [`HareFactory`] (a quinn `ControllerFactory`), [`HareController`] (a quinn
+//!   `Controller`).
+//! - Telemetry: [`Observer`], [`ControllerId`], [`ControllerView`], [`CcEvent`],
+//!   [`ExitReason`], [`Phase`], [`Snapshot`].
+//! - Profiles: [`Profile`], [`ProfileBuilder`], [`ProfileError`], [`Algorithm`], and the era
+//!   switches the typed getters return ([`profile`] module).
+//! - Kernel-model access hook by hook for differential tests: the [`hooks`] module.
+//!
+//! `crates/hare-cc/public-api.txt` in the source repository lists every public path; a test
+//! compares it with the crate, so a change to the surface shows in review.
+//!
+//! # Cargo features
+//!
+//! - `serde`: `Serialize`/`Deserialize` for [`CcEvent`], [`ExitReason`], [`Phase`] and
+//!   [`Snapshot`] (kebab-case names, events tagged by `event`). Off by default.
+//!
+//! hare-cc depends on `quinn-proto` without default features and uses only its `congestion`
+//! module: it enables no TLS provider, so an application keeps the rustls backend it chose
+//! for quinn (ring, aws-lc-rs or FIPS).
+//!
+//! # Logging
+//!
+//! Decisions go to [`tracing`](https://docs.rs/tracing) under the target `hare_cc`: one
+//! `debug` line per decision with the controller id (the event's `Display`), the model's own
+//! lines at `trace`. Nothing is logged at `info` or above.
+//!
+//! # Inside
 //!
 //! The crate has two layers:
 //! - a *kernel model* in the kernel's own units (cwnd in segments with the fractional
@@ -24,8 +147,11 @@ pub mod hooks;
 pub mod observer;
 pub mod ops;
 pub mod profile;
+mod profile_builder;
+mod profile_keys;
 pub mod profile_kinds;
 pub mod reno;
+#[cfg(feature = "testing")]
 pub mod script;
 pub mod spec;
 pub mod tcp_cong;
@@ -35,6 +161,7 @@ mod view;
 pub use adapter::HareController;
 pub use events::{CcEvent, ExitReason, Phase, Snapshot};
 pub use factory::HareFactory;
-pub use observer::{ConnectionId, ConnectionView, Observer};
+pub use observer::{ControllerId, ControllerView, Observer};
 pub use profile::{Algorithm, Profile, ProfileError};
+pub use profile_builder::ProfileBuilder;
 pub use spec::{CcSpec, SpecAlgorithm, SpecError};

@@ -24,7 +24,10 @@ pub use crate::profile_kinds::{
 };
 
 /// Window-growth algorithm of the kernel model.
+///
+/// Non-exhaustive: more of the kernel's `tcp_congestion_ops` modules can be added.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Algorithm {
     /// `tcp_cubic.c`.
     Cubic,
@@ -70,7 +73,10 @@ impl FromStr for Algorithm {
 }
 
 /// A bad profile name, key or value.
+///
+/// Non-exhaustive: new checks can add variants.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ProfileError {
     /// No profile of that name.
     #[error("unknown profile `{name}`; valid profiles: {valid}")]
@@ -228,17 +234,33 @@ fn u8_range(v: &u32) -> Option<&'static str> {
 /// Declares the `Profile` struct, its key table, `get` and `set` from one list.
 macro_rules! profile_params {
     ($( $(#[$doc:meta])* $key:literal => $field:ident : $ty:ty = $check:path; )*) => {
-        /// Every constant of a kernel era, in the kernel's units. Each field is settable by its
-        /// key (the field name; see [`Profile::KEYS`]) like a module parameter or sysctl.
+        /// Every constant of a kernel era, in the kernel's units, as an opaque value.
+        ///
+        /// Build one with [`Profile::named`] (or [`Profile::builder`]), change it by key with
+        /// [`Profile::set`] like a module parameter or sysctl (the keys are
+        /// [`Profile::KEYS`]), read it by key with [`Profile::get`] or typed with the getter
+        /// of the same name (`profile.beta()`).
         #[derive(Debug, Clone, PartialEq, Eq)]
         pub struct Profile {
             /// Profile name (`linux-2.6.20`, ..., `linux-6`); overrides do not change it.
-            pub name: String,
+            pub(crate) name: String,
             /// The slow-start strategy was set by name (`slow_start` or `hystart` written):
             /// only then do BIC and Reno run a strategy that only `tcp_cubic.c` has (HyStart),
             /// a combination no kernel had (see [`Profile::slow_start_for`]).
-            pub slow_start_named: bool,
-            $( $(#[$doc])* pub $field: $ty, )*
+            pub(crate) slow_start_named: bool,
+            $( $(#[$doc])* pub(crate) $field: $ty, )*
+        }
+
+        /// Typed getters, one per key (the key's value as the model uses it).
+        impl Profile {
+            $(
+                $(#[$doc])*
+                ///
+                #[doc = concat!("The value of key `", $key, "`.")]
+                pub fn $field(&self) -> $ty {
+                    self.$field
+                }
+            )*
         }
 
         impl Profile {
@@ -461,6 +483,17 @@ profile_params! {
 impl Profile {
     /// The default profile.
     pub const DEFAULT_NAME: &'static str = "linux-6";
+
+    /// The profile's name (`linux-2.6.20`, ..., `linux-6`); overrides do not change it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// True when the slow-start strategy was set by name (`slow_start` or `hystart` written),
+    /// which is what lets BIC and Reno run kernel HyStart (see [`Profile::slow_start_for`]).
+    pub fn slow_start_named(&self) -> bool {
+        self.slow_start_named
+    }
 
     /// Every built-in profile name, oldest first.
     pub const NAMES: &'static [&'static str] = &[

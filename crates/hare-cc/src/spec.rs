@@ -8,7 +8,10 @@
 //! ```
 //!
 //! For hare's algorithms the keys are the profile's parameters ([`Profile::KEYS`], like
-//! writing `/sys/module/tcp_cubic/parameters/*`); they are checked by [`Profile::set`]. For
+//! writing `/sys/module/tcp_cubic/parameters/*`); they are checked by [`Profile::set`], and a
+//! key the chosen algorithm does not use is refused with the keys it has
+//! ([`Profile::keys_for`], [`SpecError::KeyNotUsed`]: `reno@linux-6,beta=700` gives "reno has
+//! no key \`beta\`; its keys are route_ssthresh, slow_start, ..."). For
 //! quinn's controllers the keys are `initial_window` (bytes, all three) and
 //! `loss_reduction_factor` (`quinn-newreno`). Examples: `cubic`, `cubic@linux-2.6.20`,
 //! `cubic@linux-6,hystart=0,initial_ssthresh=100,hz=250`, `bic@linux-2.6.20`, `reno`,
@@ -30,7 +33,10 @@ use crate::observer::Observer;
 use crate::profile::{Algorithm, Profile, ProfileError};
 
 /// The controller a [`CcSpec`] selects.
+///
+/// Non-exhaustive: more of quinn's controllers (or hare's) can be added to the grammar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum SpecAlgorithm {
     /// One of hare's kernel-model algorithms.
     Hare(Algorithm),
@@ -104,7 +110,10 @@ impl fmt::Display for SpecAlgorithm {
 }
 
 /// A spec string that does not parse. Every variant names the offending token.
+///
+/// Non-exhaustive: new checks can add variants; match the ones you handle and print the rest.
 #[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum SpecError {
     /// Nothing was given.
     #[error(
@@ -149,6 +158,19 @@ pub enum SpecError {
     /// The profile, or one of its keys or values, was rejected by [`Profile`].
     #[error(transparent)]
     Profile(#[from] ProfileError),
+    /// A profile key the chosen algorithm does not use: setting it would change nothing
+    /// (`reno` has no `beta`; BIC and Reno read HyStart's keys only when HyStart is named).
+    #[error("{algorithm} has no key `{key}`{}; its keys are {valid}", note_text(.note))]
+    KeyNotUsed {
+        /// The algorithm.
+        algorithm: String,
+        /// The offending key.
+        key: String,
+        /// Which setting would make the algorithm use it, if one would.
+        note: Option<String>,
+        /// Comma-separated list of the keys the algorithm uses under this profile.
+        valid: String,
+    },
     /// A key a quinn built-in does not take.
     #[error("unknown parameter `{key}` for `{algorithm}`; valid parameters: {valid}")]
     UnknownQuinnKey {
@@ -169,6 +191,11 @@ pub enum SpecError {
         /// What the key accepts.
         expected: String,
     },
+}
+
+/// The parenthesised note of [`SpecError::KeyNotUsed`], or nothing.
+fn note_text(note: &Option<String>) -> String {
+    note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default()
 }
 
 /// Settings of quinn's built-in controllers (the ones the grammar exposes).
@@ -226,7 +253,7 @@ impl CcSpec {
 
     /// The profile name (`None` for quinn's built-ins).
     pub fn profile_name(&self) -> Option<&str> {
-        self.profile.as_ref().map(|p| p.name.as_str())
+        self.profile.as_ref().map(Profile::name)
     }
 
     /// The resolved profile with the overrides applied (`None` for quinn's built-ins).
@@ -244,8 +271,38 @@ impl CcSpec {
         self.algorithm.is_quinn()
     }
 
-    /// Apply one `key=value` override as the grammar would.
+    /// Apply one `key=value` override as the grammar would. A key the algorithm does not use
+    /// under the profile as it stands ([`Profile::uses_key`]) is refused and nothing changes;
+    /// parsing a whole spec checks its keys after all of them are applied, so their order
+    /// does not matter there.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), SpecError> {
+        let before = self.clone();
+        self.apply(key, value)?;
+        if let Err(e) = self.check_key(key) {
+            *self = before;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Refuse `key` when the hare algorithm does not read it under the current profile.
+    fn check_key(&self, key: &str) -> Result<(), SpecError> {
+        let (SpecAlgorithm::Hare(alg), Some(profile)) = (self.algorithm, &self.profile) else {
+            return Ok(());
+        };
+        if profile.uses_key(alg, key) {
+            return Ok(());
+        }
+        Err(SpecError::KeyNotUsed {
+            algorithm: alg.as_str().to_owned(),
+            key: key.to_owned(),
+            note: Profile::key_hint(alg, key).map(str::to_owned),
+            valid: profile.keys_for(alg).join(", "),
+        })
+    }
+
+    /// Apply one override without the algorithm check.
+    fn apply(&mut self, key: &str, value: &str) -> Result<(), SpecError> {
         let canonical = match self.profile.as_mut() {
             Some(profile) => {
                 profile.set(key, value)?;
@@ -445,7 +502,12 @@ impl FromStr for CcSpec {
                     item: item.to_owned(),
                 });
             }
-            spec.set(key, value)?;
+            spec.apply(key, value)?;
+        }
+        // Checked once every key is in: `reno,hystart_detect=2,slow_start=hystart` is as
+        // valid as the other order.
+        for (key, _) in &spec.overrides {
+            spec.check_key(key)?;
         }
         Ok(spec)
     }
@@ -461,5 +523,65 @@ impl fmt::Display for CcSpec {
             write!(f, ",{k}={v}")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_the_algorithm_does_not_use_is_refused_with_its_keys() {
+        let e = "reno@linux-2.6.20,beta=700"
+            .parse::<CcSpec>()
+            .expect_err("reno has no beta");
+        let text = e.to_string();
+        assert!(
+            text.starts_with(
+                "reno has no key `beta`; its keys are route_ssthresh, slow_start, max_ssthresh, "
+            ),
+            "{text}"
+        );
+        assert!(
+            !text.contains("bic_beta") && text.contains("initial_cwnd"),
+            "{text}"
+        );
+        let e = "bic@linux-6,beta=700"
+            .parse::<CcSpec>()
+            .expect_err("bic_beta");
+        assert!(e.to_string().contains("bic_beta"), "{e}");
+        assert!("cubic@linux-6,bic_beta=700".parse::<CcSpec>().is_err());
+    }
+
+    #[test]
+    fn hystart_keys_follow_the_named_strategy_in_any_order() {
+        let e = "bic@linux-6,hystart_detect=2"
+            .parse::<CcSpec>()
+            .expect_err("no HyStart in BIC");
+        assert!(
+            e.to_string().starts_with(
+                "bic has no key `hystart_detect` (kernel HyStart is CUBIC's; it runs here only \
+                 with slow_start=hystart, a non-kernel combination); its keys are "
+            ),
+            "{e}"
+        );
+        for spec in [
+            "reno,hystart_detect=2,slow_start=hystart",
+            "reno,slow_start=hystart,hystart_detect=2",
+            "cubic@linux-2.6.20,hystart_detect=2",
+            "cubic,slow_start=hystart++,hspp_css_rounds=3",
+        ] {
+            assert!(spec.parse::<CcSpec>().is_ok(), "{spec}");
+        }
+        assert!("cubic,hspp_css_rounds=3".parse::<CcSpec>().is_err());
+    }
+
+    #[test]
+    fn set_refuses_without_changing_the_spec() {
+        let mut spec: CcSpec = "reno@linux-6,initial_cwnd=21".parse().expect("valid");
+        let before = spec.clone();
+        let e = spec.set("beta", "700").expect_err("refused");
+        assert!(matches!(e, SpecError::KeyNotUsed { .. }), "{e}");
+        assert_eq!(spec, before);
     }
 }

@@ -88,7 +88,7 @@ fn cubic_2_6_39_t_is_unsigned_long_across_a_jiffies_wrap() {
     // delayed_ack 32: 5,000.
     let cnt_for = |cubic_t: &str| {
         let p = profile("linux-2.6.39", &[("hz", "1000"), ("cubic_t", cubic_t)]);
-        let clock = KernelClock::new(1000, p.uptime_ms);
+        let clock = KernelClock::new(1000, p.uptime_ms());
         let mut c = Cubic::new(&p);
         c.last_max_cwnd = 100;
         c.loss_cwnd = 100;

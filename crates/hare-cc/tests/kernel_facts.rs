@@ -51,7 +51,7 @@ fn fact1_modern_loss_with_fast_convergence() {
 fn fact2_v2_loss_beta_819() {
     for name in ["linux-2.6.20", "linux-2.6.22"] {
         let p = profile(name);
-        assert_eq!(p.beta, 819);
+        assert_eq!(p.beta(), 819);
         let mut c = Cubic::new(&p);
         c.ss.delay_min = 5;
         c.epoch_start = 77;
@@ -96,7 +96,7 @@ fn fact4_bic_ssthresh() {
     assert_eq!(Bic::default().recalc_ssthresh(15, &p), 11, "12285 / 1024");
     // BIC keeps beta 819 in the modern profile (tcp_bic.c never changed it).
     let m = profile("linux-6");
-    assert_eq!(m.bic_beta, 819);
+    assert_eq!(m.bic_beta(), 819);
     assert_eq!(Bic::default().recalc_ssthresh(1000, &m), 799);
     let mut b = Bic {
         last_max_cwnd: 1200,
@@ -131,9 +131,15 @@ fn fact6_k_both_cube_roots() {
 
     // Through Cubic::compute_k with each profile's root.
     let mut old = Cubic::new(&profile("linux-2.6.20"));
-    assert_eq!(old.compute_k(300, profile("linux-2.6.20").cube_root), 9300);
+    assert_eq!(
+        old.compute_k(300, profile("linux-2.6.20").cube_root()),
+        9300
+    );
     let mut new = Cubic::new(&profile("linux-2.6.22"));
-    assert_eq!(new.compute_k(300, profile("linux-2.6.22").cube_root), 9294);
+    assert_eq!(
+        new.compute_k(300, profile("linux-2.6.22").cube_root()),
+        9294
+    );
 }
 
 #[test]
@@ -413,8 +419,8 @@ fn fact17_2620_cube_root_overflow_is_recorded() {
         "hare still returns the root"
     );
     // The 2.6.20 profile keeps the 16-bit clamp.
-    assert_eq!(profile("linux-2.6.20").cwnd_clamp, 65_535);
-    assert_eq!(profile("linux-2.6.22").cwnd_clamp, u32::MAX);
+    assert_eq!(profile("linux-2.6.20").cwnd_clamp(), 65_535);
+    assert_eq!(profile("linux-2.6.22").cwnd_clamp(), u32::MAX);
 }
 
 #[test]
@@ -454,7 +460,7 @@ fn jiffies_start_at_initial_jiffies() {
     assert_eq!(c.jiffies(3_999), 0);
     assert_eq!(c.jiffies(4_000), 1);
     // Default profile uptime: 10 minutes, jiffies = 300 * HZ.
-    let c = KernelClock::new(250, profile("linux-6").uptime_ms);
+    let c = KernelClock::new(250, profile("linux-6").uptime_ms());
     assert_eq!(c.jiffies(0), 75_000);
     assert_eq!(usecs_to_jiffies(250, 1), 1);
     assert_eq!(usecs_to_jiffies(250, 4_000), 1);
@@ -469,9 +475,9 @@ fn jiffies_start_at_initial_jiffies() {
 fn delay_samples_per_era() {
     let clock = KernelClock::new(250, 600_000);
     let rules = |p: &Profile| DelayRules {
-        clock: p.clock,
-        rtt_sample: p.rtt_sample,
-        blackout: p.delay_blackout,
+        clock: p.clock(),
+        rtt_sample: p.rtt_sample(),
+        blackout: p.delay_blackout(),
         hystart: true,
     };
     // Mid-jiffy, so a 1 ms RTT stays within one tick.
@@ -502,9 +508,9 @@ fn blackout_rules() {
     let p20 = profile("linux-2.6.20");
     let p6 = profile("linux-6");
     let r = |p: &Profile| DelayRules {
-        clock: p.clock,
-        rtt_sample: p.rtt_sample,
-        blackout: p.delay_blackout,
+        clock: p.clock(),
+        rtt_sample: p.rtt_sample(),
+        blackout: p.delay_blackout(),
         hystart: false,
     };
     let d = 100_000u32;
@@ -527,6 +533,6 @@ fn initial_windows() {
     assert_eq!(rfc3390_initial_cwnd(1460), 3);
     assert_eq!(rfc3390_initial_cwnd(1200), 3);
     assert_eq!(rfc3390_initial_cwnd(1095), 4);
-    assert_eq!(profile("linux-2.6.39").initial_cwnd, 10);
-    assert_eq!(profile("linux-2.6.29").initial_cwnd, 0);
+    assert_eq!(profile("linux-2.6.39").initial_cwnd(), 10);
+    assert_eq!(profile("linux-2.6.29").initial_cwnd(), 0);
 }

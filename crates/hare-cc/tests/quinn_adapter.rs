@@ -52,7 +52,7 @@ fn reductions(events: &[CcEvent]) -> Vec<(u32, u32, bool)> {
 fn one_reduction_per_recovery_episode_however_many_loss_batches() {
     let observer = Observer::with_settings(1, 4096);
     let mut clock = grown("cubic@linux-6,hystart=0", 40, &observer);
-    let id = clock.ctrl.connection_id().expect("observed");
+    let id = clock.ctrl.id().expect("observed");
     let cwnd = clock.ctrl.cwnd_segments();
     assert_eq!(cwnd, 40);
     observer.drain_events(id);
@@ -92,7 +92,7 @@ fn one_reduction_per_recovery_episode_however_many_loss_batches() {
 fn ecn_ce_reduces_like_a_loss_once_per_episode() {
     let observer = Observer::with_settings(1, 4096);
     let mut clock = grown("cubic@linux-6,hystart=0", 40, &observer);
-    let id = clock.ctrl.connection_id().expect("observed");
+    let id = clock.ctrl.id().expect("observed");
     observer.drain_events(id);
     let now = clock.base + clock.now;
     let sent = now - ms(50);
@@ -105,7 +105,7 @@ fn ecn_ce_reduces_like_a_loss_once_per_episode() {
 fn persistent_congestion_resets_to_the_loss_window() {
     let observer = Observer::with_settings(1, 4096);
     let mut clock = grown("cubic@linux-6,hystart=0", 40, &observer);
-    let id = clock.ctrl.connection_id().expect("observed");
+    let id = clock.ctrl.id().expect("observed");
     observer.drain_events(id);
     let inflight = clock.packets_in_flight() as usize;
     clock.lose_oldest(inflight, true);
@@ -265,7 +265,7 @@ fn time_origin_is_the_build_instant_and_rtt_is_now_minus_newest_sent() {
 fn clones_share_the_observer_slot_without_duplicating_events() {
     let observer = Observer::with_settings(1, 64);
     let (mut ctrl, base) = build("cubic@linux-6,hystart=0", 1200, Some(&observer));
-    let id = ctrl.connection_id().expect("observed");
+    let id = ctrl.id().expect("observed");
     let copy = ctrl.clone_box();
     ctrl.on_congestion_event(base + ms(10), base, false, 1200);
     drop(copy);
@@ -273,7 +273,7 @@ fn clones_share_the_observer_slot_without_duplicating_events() {
     drop(boxed);
     let events = observer.drain_events(id);
     assert_eq!(reductions(&events).len(), 1, "{events:?}");
-    assert_eq!(observer.connections(), vec![id]);
+    assert_eq!(observer.controllers(), vec![id]);
     assert_eq!(observer.snapshot(id).map(|s| s.cwnd), Some(7));
     assert_eq!(observer.prune(), 1);
 }

@@ -64,7 +64,7 @@ fn every_built_in_profile_parses_for_every_hare_algorithm() {
         for alg in ["cubic", "bic", "reno"] {
             let spec = parse(&format!("{alg}@{name}"));
             assert_eq!(spec.profile_name(), Some(*name));
-            assert_eq!(spec.profile().map(|p| p.name.as_str()), Some(*name));
+            assert_eq!(spec.profile().map(|p| p.name()), Some(*name));
             assert!(!spec.is_quinn());
         }
     }

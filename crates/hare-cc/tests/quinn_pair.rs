@@ -49,8 +49,8 @@ fn hare_cubic_carries_a_transfer_and_reports_through_the_observer() {
 
     // The observer registered exactly this connection (one build per connection; quinn
     // clones for inspection do not register) and published a recent snapshot.
-    let id = ctrl.connection_id().expect("observed");
-    assert_eq!(observer.connections(), vec![id]);
+    let id = ctrl.id().expect("observed");
+    assert_eq!(observer.controllers(), vec![id]);
     let published = observer.snapshot(id).expect("published");
     assert!(published.cwnd > 10, "{published:?}");
     assert!(published.cwnd <= snap.cwnd);

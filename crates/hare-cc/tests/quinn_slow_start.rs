@@ -6,7 +6,7 @@ mod quinn_support;
 use std::time::{Duration, Instant};
 
 use hare_cc::{
-    CcEvent, CcSpec, ConnectionId, ExitReason, HareController, Observer, Phase, Snapshot,
+    CcEvent, CcSpec, ControllerId, ExitReason, HareController, Observer, Phase, Snapshot,
 };
 use quinn_support::clock::{AckClock, PathSpec};
 use quinn_support::pair::rtt_estimator;
@@ -15,7 +15,7 @@ use quinn_support::pair::rtt_estimator;
 struct Run {
     clock: AckClock<HareController>,
     observer: Observer,
-    id: ConnectionId,
+    id: ControllerId,
     events: Vec<CcEvent>,
 }
 
@@ -29,7 +29,7 @@ impl Run {
             .with_observer(observer.clone());
         let base = Instant::now();
         let ctrl = factory.build_controller(base, path.mtu);
-        let id = ctrl.connection_id().expect("observed");
+        let id = ctrl.id().expect("observed");
         let mut clock = AckClock::new(ctrl, path, rtt_estimator(), base);
         clock.fill();
         Self {
