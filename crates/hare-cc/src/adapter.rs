@@ -31,6 +31,16 @@
 //!   `cwnd * mss + 1` bytes so that exactly `cwnd` full-size packets fit, as in the kernel
 //!   (without the extra byte a 1-segment loss window would block everything but probes).
 //!   `metrics()` and the snapshot report the kernel window `cwnd * mss`.
+//! - **Unpaced sending** ([`HareController::set_unpaced_sending`], virtual time only). quinn
+//!   paces every connection unless the window exceeds `u32::MAX` bytes (`Pacer::delay` in
+//!   quinn-proto 0.11's `connection/pacing.rs` returns no delay for such windows). In this mode
+//!   `window()` reports [`UNPACED_OPEN_WINDOW`] while the kernel's `tcp_cwnd_test` passes
+//!   (packets in flight, from the adapter's own count, below `cwnd`) and one segment (which
+//!   blocks every ack-eliciting datagram in quinn's `in_flight + mtu >= window` test) once it
+//!   fails. quinn then neither paces nor applies its own window; ACK-only packets and loss
+//!   probes still go out, as a kernel sends ACKs and RTO retransmissions whatever cwnd says.
+//!   The caller must ask quinn for one datagram per `poll_transmit`: quinn reports a whole
+//!   batch to `on_sent` at once, so a batch could overrun cwnd by up to its size.
 //! - **Time.** Microseconds since the `now` given to `ControllerFactory::build`.
 //!   `on_mtu_update` has no `now`: the last time seen is used.
 
@@ -47,6 +57,10 @@ use crate::profile::{Algorithm, Profile};
 
 /// Extra byte added to `window()` so that quinn's `>=` send test admits `cwnd` full packets.
 const SEND_TEST_SLACK: u64 = 1;
+
+/// What `window()` reports in unpaced mode while cwnd has room: above `u32::MAX`, so that
+/// quinn-proto 0.11's pacer never delays a datagram, and far below any arithmetic limit.
+pub const UNPACED_OPEN_WINDOW: u64 = 1 << 40;
 
 /// The ACK frame being collected between `on_ack` calls and `on_end_acks`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -90,6 +104,8 @@ pub struct HareController {
     /// `now` of the last `on_end_acks` while its frame may still report a loss (quinn calls
     /// `on_congestion_event` after the acks of the frame that revealed it).
     open_frame: Option<Instant>,
+    /// The caller gates sending by [`HareController::can_send`] (see the module docs).
+    unpaced: bool,
     tap: Option<Tap>,
 }
 
@@ -134,6 +150,7 @@ impl HareController {
             recovery_start: None,
             in_recovery: false,
             open_frame: None,
+            unpaced: false,
             tap: None,
         };
         if let Some(observer) = observer {
@@ -194,6 +211,27 @@ impl HareController {
     /// Bytes in flight as the adapter tracks them.
     pub fn bytes_in_flight(&self) -> u64 {
         self.in_flight
+    }
+
+    /// Switch unpaced sending on or off (see the module docs): `window()` then reports a
+    /// window that turns quinn's pacer and congestion check off while [`Self::can_send`] holds
+    /// and blocks ack-eliciting data otherwise. For a simulator that asks quinn for one
+    /// datagram at a time; the kernel model's own `paced` assumption is set separately
+    /// ([`crate::HareFactory::paced`]).
+    pub fn set_unpaced_sending(&mut self, on: bool) {
+        self.unpaced = on;
+    }
+
+    /// Whether unpaced sending is on.
+    pub fn is_unpaced_sending(&self) -> bool {
+        self.unpaced
+    }
+
+    /// The kernel's `tcp_cwnd_test()`: another full segment may be sent while the packets in
+    /// flight (the adapter's count: quinn's figure at the last ACK frame, plus sends, minus
+    /// acknowledged and lost bytes since) are fewer than `snd_cwnd`.
+    pub fn can_send(&self) -> bool {
+        self.packets_in_flight(self.in_flight) < self.cc.cwnd()
     }
 
     /// True between a window reduction and the first acknowledgement of a packet sent after it.
@@ -445,7 +483,14 @@ impl Controller for HareController {
     }
 
     fn window(&self) -> u64 {
-        self.cwnd_bytes() + SEND_TEST_SLACK
+        if !self.unpaced {
+            self.cwnd_bytes() + SEND_TEST_SLACK
+        } else if self.can_send() {
+            UNPACED_OPEN_WINDOW
+        } else {
+            // quinn blocks when in_flight + mtu >= window: one segment blocks any datagram.
+            u64::from(self.mss)
+        }
     }
 
     fn metrics(&self) -> ControllerMetrics {
@@ -474,3 +519,48 @@ impl Controller for HareController {
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::CcSpec;
+
+    fn controller(spec: &str, now: Instant) -> HareController {
+        let spec: CcSpec = spec.parse().expect("valid spec");
+        let factory = spec.hare_factory().expect("a hare controller");
+        factory.build_controller(now, 1000)
+    }
+
+    #[test]
+    fn unpaced_window_opens_while_cwnd_has_room_and_blocks_after() {
+        let t0 = Instant::now();
+        let mut c = controller("cubic@linux-2.6.39", t0);
+        assert_eq!(c.window(), 10 * 1000 + 1);
+        c.set_unpaced_sending(true);
+        assert!(c.is_unpaced_sending());
+        // Nine full segments out of a 10-segment window: room for one more.
+        for pn in 0..9 {
+            c.on_sent(t0, 1000, pn);
+        }
+        assert!(c.can_send());
+        assert_eq!(c.window(), UNPACED_OPEN_WINDOW);
+        assert!(c.window() > u64::from(u32::MAX));
+        c.on_sent(t0, 1000, 9);
+        assert!(!c.can_send());
+        assert_eq!(c.window(), 1000);
+        // The kernel window itself is still what metrics report.
+        assert_eq!(c.metrics().congestion_window, 10_000);
+        // One segment acknowledged: slow start adds one, two fit again.
+        let t1 = t0 + std::time::Duration::from_millis(50);
+        c.on_packet_acked(t1, t0, 1000);
+        c.on_end_acks(t1, 9000, false, Some(0));
+        assert_eq!(c.cwnd_segments(), 11);
+        assert!(c.can_send());
+        // A loss of three segments frees their room too.
+        c.on_sent(t1, 2000, 11);
+        assert!(!c.can_send());
+        c.on_congestion_event(t1, t1, false, 3000);
+        assert_eq!(c.bytes_in_flight(), 8000);
+        assert_eq!(c.can_send(), 8 < c.cwnd_segments());
+    }
+}

@@ -6,6 +6,7 @@ use std::time::Duration;
 use hare_link::LinkConfig;
 
 use crate::crypto::CryptoMode;
+use crate::receiver_acks::ReceiverAcks;
 
 /// The simulator's own defaults, in one place.
 pub mod defaults {
@@ -198,6 +199,14 @@ pub struct SimConfig {
     pub qlog_dir: Option<PathBuf>,
     /// ACK-behaviour knobs.
     pub ack: AckSettings,
+    /// The receiver's ACK pattern: quinn's own (default) or the Linux 2.6 model
+    /// ([`crate::receiver_acks`]; it needs the null cipher).
+    pub receiver_acks: ReceiverAcks,
+    /// The sender paces as quinn does (default `true`). `false`: the unpaced, ACK-clocked
+    /// sender of virtual time, for hare-cc controllers only: quinn's pacer and window are
+    /// switched off, the controller's own `tcp_cwnd_test` gates each datagram, and bursts leave
+    /// at line rate like a kernel's without fq. The real binaries always keep quinn's pacer.
+    pub paced: bool,
     /// Datagrams per `poll_transmit` batch (GSO segments).
     pub gso_segments: usize,
     /// Initial RTT estimate before the first sample (quinn default 333 ms).
@@ -237,6 +246,8 @@ impl SimConfig {
             trace: false,
             qlog_dir: None,
             ack: AckSettings::default(),
+            receiver_acks: ReceiverAcks::Quinn,
+            paced: true,
             gso_segments: defaults::GSO_SEGMENTS,
             initial_rtt: None,
             limits: Limits::default(),

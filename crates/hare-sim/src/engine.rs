@@ -40,6 +40,7 @@ use quinn_proto::{
 use crate::config::{ReadMode, SimConfig, Workload};
 use crate::error::{Endpoint as Side, SimError};
 use crate::pool::DatagramPool;
+use crate::receiver_acks::{quickack_segments, AckThinner, ReceiverAcks};
 use crate::wire::Wire;
 
 /// Size of the shared buffer of zeros the sender writes from (sliced, never copied).
@@ -132,6 +133,13 @@ pub(crate) struct Engine {
     pub forward: Wire,
     pub reverse: Wire,
     gso: usize,
+    /// Datagrams per client `poll_transmit`: the GSO batch, or 1 for the unpaced sender
+    /// (its controller sees each datagram's `on_sent` before the next is built).
+    client_batch: usize,
+    /// The Linux 2.6 receiver model's reverse-path thinning, if selected.
+    thinner: Option<AckThinner>,
+    /// Scratch list of the datagrams the thinner releases.
+    thinned: Vec<BytesMut>,
     workload: Workload,
     /// When the client's handshake completed (the run origin).
     pub origin: Option<u64>,
@@ -224,6 +232,13 @@ impl Engine {
             forward,
             reverse,
             gso: cfg.gso_segments,
+            client_batch: if cfg.paced { cfg.gso_segments } else { 1 },
+            thinner: (cfg.receiver_acks == ReceiverAcks::Linux26).then(|| {
+                let clamp = cfg.windows.stream_receive.min(cfg.windows.receive);
+                let quick = quickack_segments(clamp, u64::from(cfg.mtu));
+                AckThinner::new(crate::identity::SeededCids::LEN, quick)
+            }),
+            thinned: Vec::new(),
             workload: cfg.workload,
             origin: None,
             done_at: None,
@@ -283,6 +298,7 @@ impl Engine {
         consider(self.client.timer);
         consider(self.server.timer);
         consider(self.write_deadline());
+        consider(self.thinner.as_ref().and_then(AckThinner::deadline));
         t
     }
 
@@ -327,6 +343,10 @@ impl Engine {
         if self.write_deadline().is_some_and(|d| d <= now) {
             self.finish_writing();
             self.client.dirty = true;
+        }
+        if let Some(d) = self.thinner.as_mut().and_then(|t| t.due(now)) {
+            // The delayed-ACK timer of the 2.6 receiver model.
+            drop(self.reverse.send(now, d));
         }
         Ok(())
     }
@@ -580,16 +600,21 @@ impl Engine {
         let at = self.clock.at(now);
         let clock = self.clock;
         let pool = &mut self.pool;
-        let (peer, out) = match side {
-            Side::Client => (&mut self.client, &mut self.forward),
-            Side::Server => (&mut self.server, &mut self.reverse),
+        let (peer, out, batch) = match side {
+            Side::Client => (&mut self.client, &mut self.forward, self.client_batch),
+            Side::Server => (&mut self.server, &mut self.reverse, self.gso),
         };
+        let mut thinner = match side {
+            Side::Client => None,
+            Side::Server => self.thinner.as_mut(),
+        };
+        let thinned = &mut self.thinned;
         let Some((ch, conn)) = peer.conn.as_mut() else {
             return;
         };
         // Bounded: quinn's window and pacer stop it long before this.
         for _ in 0..10_000_000u32 {
-            let Some(t) = conn.poll_transmit(at, self.gso, &mut peer.tx_buf) else {
+            let Some(t) = conn.poll_transmit(at, batch, &mut peer.tx_buf) else {
                 break;
             };
             let size = t.size.min(peer.tx_buf.len());
@@ -620,6 +645,13 @@ impl Engine {
                     Side::Client => pool.copy_of(d),
                     Side::Server => BytesMut::from(d),
                 };
+                if let Some(thinner) = thinner.as_deref_mut() {
+                    thinner.offer(now, datagram, thinned);
+                    for d in thinned.drain(..) {
+                        drop(out.send(now, d));
+                    }
+                    continue;
+                }
                 if let Some(dropped) = out.send(now, datagram) {
                     if side == Side::Client {
                         pool.recycle(dropped);

@@ -50,6 +50,7 @@ mod error;
 mod identity;
 mod output;
 mod pool;
+pub mod receiver_acks;
 mod report;
 mod run;
 mod setup;
@@ -64,4 +65,5 @@ pub use config::{defaults, AckSettings, Limits, ReadMode, SimConfig, Windows, Wo
 pub use crypto::CryptoMode;
 pub use error::{Endpoint, SimError};
 pub use output::{Progress, SimOutput, TracePoint};
+pub use receiver_acks::ReceiverAcks;
 pub use run::simulate;

@@ -29,7 +29,7 @@ pub fn simulate(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<SimOutput, SimError> {
     setup::validate(cfg)?;
-    let resolved = resolve(&cfg.controller, cfg.trace)?;
+    let resolved = resolve(&cfg.controller, cfg.trace, cfg.paced)?;
     let link = |c, direction| {
         Link::new(c).map_err(|e| SimError::Link {
             direction,
@@ -228,7 +228,7 @@ impl Runner<'_> {
         };
         let stats = conn.stats();
         let cc = conn.congestion_state();
-        let cwnd_bytes = cc.window();
+        let cwnd_bytes = crate::tap::reported_window(cc, self.resolved.unpaced);
         let ssthresh_bytes = finite_ssthresh(cc.metrics().ssthresh);
         let phase = match &self.resolved.observer {
             Some(obs) => obs

@@ -14,6 +14,7 @@ use crate::config::SimConfig;
 use crate::crypto::{CryptoMode, NullClientConfig, NullServerConfig};
 use crate::error::SimError;
 use crate::identity::{cid_factory, derive, initial_dcid_provider, Identity, SERVER_NAME};
+use crate::receiver_acks::ReceiverAcks;
 
 /// Largest UDP payload quinn accepts (`EndpointConfig::max_udp_payload_size`).
 const MAX_UDP_PAYLOAD: u16 = 65_527;
@@ -90,6 +91,22 @@ pub(crate) fn validate(cfg: &SimConfig) -> Result<(), SimError> {
             return Err(bad("ack.time_threshold", t.to_string(), "a factor >= 1.0"));
         }
     }
+    if cfg.receiver_acks == ReceiverAcks::Linux26 {
+        if cfg.crypto != CryptoMode::Null {
+            return Err(bad(
+                "receiver_acks",
+                "linux-2.6".into(),
+                "the null 1-RTT cipher (the model reads the receiver's ACK frames)",
+            ));
+        }
+        if cfg.ack.ack_eliciting_threshold.is_some_and(|v| v != 0) {
+            return Err(bad(
+                "ack.ack_eliciting_threshold",
+                format!("{:?}", cfg.ack.ack_eliciting_threshold),
+                "unset or 0 with the linux-2.6 receiver (it thins per-packet ACKs)",
+            ));
+        }
+    }
     if cfg.ack.packet_threshold == Some(0) {
         return Err(bad("ack.packet_threshold", "0".into(), "at least 1 packet"));
     }
@@ -139,12 +156,19 @@ pub(crate) fn transport_config(
         t.initial_rtt(rtt);
     }
     if is_client {
-        if cfg.ack.uses_ack_frequency() {
+        let mut ack = cfg.ack;
+        if cfg.receiver_acks == ReceiverAcks::Linux26 {
+            // Every packet ACKed at once, any reordering at once (as a kernel receiver's
+            // out-of-order queue does); the engine thins the pure ACKs to the 2.6 pattern.
+            ack.ack_eliciting_threshold = Some(0);
+            ack.reordering_threshold.get_or_insert(1);
+        }
+        if ack.uses_ack_frequency() {
             let mut af = AckFrequencyConfig::default();
-            if let Some(v) = cfg.ack.ack_eliciting_threshold {
+            if let Some(v) = ack.ack_eliciting_threshold {
                 af.ack_eliciting_threshold(var("ack.ack_eliciting_threshold", v)?);
             }
-            if let Some(v) = cfg.ack.reordering_threshold {
+            if let Some(v) = ack.reordering_threshold {
                 af.reordering_threshold(var("ack.reordering_threshold", v)?);
             }
             af.max_ack_delay(cfg.ack.max_ack_delay);

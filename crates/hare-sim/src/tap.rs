@@ -94,6 +94,20 @@ impl TapHandle {
 pub(crate) struct TapFactory {
     pub inner: Arc<dyn ControllerFactory + Send + Sync>,
     pub tap: TapHandle,
+    /// The inner controllers send unpaced: their `window()` is a send gate, not the cwnd.
+    pub unpaced: bool,
+}
+
+/// The congestion window a controller stands for, in bytes, as the report shows it. An
+/// unpaced hare controller's `window()` is its send gate (open: above 4 GiB, closed: one
+/// segment); its kernel window plus the one byte of hare's send-test slack is what the same
+/// controller reports as `window()` when paced, so both modes report the same figure.
+pub(crate) fn reported_window(c: &dyn Controller, unpaced: bool) -> u64 {
+    if unpaced {
+        c.metrics().congestion_window.saturating_add(1)
+    } else {
+        c.window()
+    }
 }
 
 impl ControllerFactory for TapFactory {
@@ -109,6 +123,7 @@ impl ControllerFactory for TapFactory {
         Box::new(TapController {
             inner,
             tap: self.tap.clone(),
+            unpaced: self.unpaced,
             frame_acked: 0,
             frame_last_sent: None,
         })
@@ -119,6 +134,8 @@ impl ControllerFactory for TapFactory {
 struct TapController {
     inner: Box<dyn Controller>,
     tap: TapHandle,
+    /// See [`TapFactory::unpaced`].
+    unpaced: bool,
     /// Newly acknowledged packets in the ACK frame being processed.
     frame_acked: u32,
     /// Send time of the last (largest) newly acknowledged packet of that frame.
@@ -154,7 +171,7 @@ impl Controller for TapController {
     ) {
         self.inner
             .on_end_acks(now, in_flight, app_limited, largest_packet_num_acked);
-        let cwnd = self.inner.window();
+        let cwnd = reported_window(self.inner.as_ref(), self.unpaced);
         let acked = std::mem::take(&mut self.frame_acked);
         let rtt_us = self
             .frame_last_sent
@@ -186,10 +203,10 @@ impl Controller for TapController {
         is_persistent_congestion: bool,
         lost_bytes: u64,
     ) {
-        let before = self.inner.window();
+        let before = reported_window(self.inner.as_ref(), self.unpaced);
         self.inner
             .on_congestion_event(now, sent, is_persistent_congestion, lost_bytes);
-        let after = self.inner.window();
+        let after = reported_window(self.inner.as_ref(), self.unpaced);
         let mut s = self.tap.lock();
         s.in_flight = s.in_flight.saturating_sub(lost_bytes);
         s.max_cwnd = s.max_cwnd.max(after);
@@ -219,6 +236,7 @@ impl Controller for TapController {
         Box::new(TapController {
             inner: self.inner.clone_box(),
             tap: self.tap.clone(),
+            unpaced: self.unpaced,
             frame_acked: 0,
             frame_last_sent: None,
         })
@@ -248,6 +266,7 @@ mod tests {
         let factory = Arc::new(TapFactory {
             inner: Arc::new(NewRenoConfig::default()),
             tap: tap.clone(),
+            unpaced: false,
         });
         let t0 = Instant::now();
         let mut c = factory.build(t0, 1200);
