@@ -3,10 +3,12 @@
 
 use hare_report::{CcEvent, ExitReason, Phase};
 
-/// The report's record of a hare-cc decision (same fields, the report's own types).
-pub(crate) fn cc_event_record(ev: hare_cc::CcEvent) -> CcEvent {
+/// The report's record of a hare-cc decision (same fields, the report's own types); `None`
+/// for a decision kind this report schema has no record for (hare-cc's event types are
+/// `non_exhaustive`: a newer hare-cc may report more than the schema holds).
+pub(crate) fn cc_event_record(ev: hare_cc::CcEvent) -> Option<CcEvent> {
     use hare_cc::CcEvent as Cc;
-    match ev {
+    Some(match ev {
         Cc::SlowStartExit {
             t_us,
             cwnd,
@@ -16,7 +18,7 @@ pub(crate) fn cc_event_record(ev: hare_cc::CcEvent) -> CcEvent {
             t_us,
             cwnd,
             ssthresh,
-            reason: exit_reason_record(reason),
+            reason: exit_reason_record(reason)?,
         },
         Cc::CssEntered { t_us, cwnd } => CcEvent::CssEntered { t_us, cwnd },
         Cc::CssAborted { t_us, cwnd } => CcEvent::CssAborted { t_us, cwnd },
@@ -43,29 +45,32 @@ pub(crate) fn cc_event_record(ev: hare_cc::CcEvent) -> CcEvent {
             from_cwnd,
             ssthresh,
         },
-    }
+        _ => return None,
+    })
 }
 
-/// The report's record of a hare-cc slow-start exit reason.
-pub(crate) fn exit_reason_record(r: hare_cc::ExitReason) -> ExitReason {
+/// The report's record of a hare-cc slow-start exit reason (`None`: unknown to the schema).
+pub(crate) fn exit_reason_record(r: hare_cc::ExitReason) -> Option<ExitReason> {
     use hare_cc::ExitReason as Cc;
-    match r {
+    Some(match r {
         Cc::AckTrain => ExitReason::AckTrain,
         Cc::Delay => ExitReason::Delay,
         Cc::Loss => ExitReason::Loss,
         Cc::SsthreshReached => ExitReason::SsthreshReached,
         Cc::CssDone => ExitReason::CssDone,
         Cc::Rto => ExitReason::Rto,
-    }
+        _ => return None,
+    })
 }
 
-/// The report's record of a hare-cc phase.
-pub(crate) fn phase_record(p: hare_cc::Phase) -> Phase {
+/// The report's record of a hare-cc phase (`None`: unknown to the schema).
+pub(crate) fn phase_record(p: hare_cc::Phase) -> Option<Phase> {
     use hare_cc::Phase as Cc;
-    match p {
+    Some(match p {
         Cc::SlowStart => Phase::SlowStart,
         Cc::ConservativeSlowStart => Phase::ConservativeSlowStart,
         Cc::CongestionAvoidance => Phase::CongestionAvoidance,
         Cc::Recovery => Phase::Recovery,
-    }
+        _ => return None,
+    })
 }

@@ -61,7 +61,7 @@ pub(crate) fn resolve(spec_text: &str, trace: bool, paced: bool) -> Result<Resol
     let unpaced_factory = if paced { None } else { spec.hare_factory() };
     let (inner, observer) = if let Some(factory) = unpaced_factory {
         // The model's own pacing assumption follows the sending unless the spec names one.
-        let paced_model = factory.profile().paced.resolve(false);
+        let paced_model = factory.profile().paced().resolve(false);
         let observer = Observer::with_settings(Observer::DEFAULT_PUBLISH_EVERY, EVENT_CAPACITY);
         let inner = factory.paced(paced_model).with_observer(observer.clone());
         let inner: Arc<dyn ControllerFactory + Send + Sync> = Arc::new(UnpacedFactory { inner });

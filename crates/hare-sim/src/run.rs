@@ -233,7 +233,7 @@ impl Runner<'_> {
         let phase = match &self.resolved.observer {
             Some(obs) => obs
                 .latest()
-                .and_then(|(_, snap)| snap.phase.map(phase_record)),
+                .and_then(|(_, snap)| snap.phase.and_then(phase_record)),
             // quinn's built-ins: slow start while cwnd < ssthresh (infinite at first).
             None => Some(match ssthresh_bytes {
                 Some(s) if cwnd_bytes >= s => Phase::CongestionAvoidance,
@@ -364,7 +364,7 @@ impl Runner<'_> {
         let mut events: Vec<Event> = self
             .cc_events
             .drain(..)
-            .map(cc_event_record)
+            .filter_map(cc_event_record)
             .map(|ev| Event {
                 t_s: report::cc_event_time(&ev, tap.built_ns, origin_ns),
                 kind: EventKind::Cc { event: ev },

@@ -70,7 +70,7 @@ impl ConnectionQlog {
 
     /// Append controller events (hare-cc's, or already the report's records) to the sidecar.
     pub fn cc_events<E: SidecarEvent>(&mut self, events: &[E]) {
-        for e in events.iter().map(SidecarEvent::record) {
+        for e in events.iter().filter_map(SidecarEvent::record) {
             let line = serde_json::json!({
                 "qlog": self.qlog_name,
                 "t_s": e.t_us() as f64 / 1e6,
@@ -87,17 +87,17 @@ impl ConnectionQlog {
 /// [`CcEvent`] records (the same JSON the reports hold), whichever form the caller has.
 pub trait SidecarEvent {
     /// The report record of this decision.
-    fn record(&self) -> CcEvent;
+    fn record(&self) -> Option<CcEvent>;
 }
 
 impl SidecarEvent for CcEvent {
-    fn record(&self) -> CcEvent {
-        self.clone()
+    fn record(&self) -> Option<CcEvent> {
+        Some(self.clone())
     }
 }
 
 impl SidecarEvent for hare_cc::CcEvent {
-    fn record(&self) -> CcEvent {
+    fn record(&self) -> Option<CcEvent> {
         crate::cc_record::cc_event_record(self.clone())
     }
 }

@@ -125,7 +125,7 @@ impl QuicSampler {
             None
         };
         let (cwnd_segments, ssthresh_segments, phase) = match &snap {
-            Some(s) if s.mss > 0 => (s.cwnd, s.ssthresh, s.phase.map(phase_record)),
+            Some(s) if s.mss > 0 => (s.cwnd, s.ssthresh, s.phase.and_then(phase_record)),
             _ => (
                 (st.path.cwnd / mtu).min(u64::from(u32::MAX)) as u32,
                 ssthresh_bytes.map(|b| (b / mtu).min(u64::from(u32::MAX)) as u32),
@@ -158,7 +158,7 @@ impl QuicSampler {
             self.observer
                 .drain_all()
                 .into_iter()
-                .map(|(_, e)| cc_event_record(e))
+                .filter_map(|(_, e)| cc_event_record(e))
                 .collect()
         } else {
             Vec::new()

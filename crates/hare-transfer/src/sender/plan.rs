@@ -53,7 +53,11 @@ pub(super) fn plan(opts: &SendOptions) -> Result<Plan> {
             bytes,
             seconds,
             streams,
-        } => (Vec::new(), Vec::new(), bulk_job(*bytes, *seconds, *streams)?),
+        } => (
+            Vec::new(),
+            Vec::new(),
+            bulk_job(*bytes, *seconds, *streams)?,
+        ),
         SendJob::Files {
             paths,
             resume,
