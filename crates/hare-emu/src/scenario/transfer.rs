@@ -182,9 +182,12 @@ pub fn run_transfer(ns: &NamespaceConfig, spec: &TransferSpec) -> Result<Transfe
         let _ = receiver.wait();
         let run = emu.stop();
         bail!(
-            "hare-recv did not start listening within 20 s (see {}.recv.log); emulator: {:?}",
+            "hare-recv did not start listening within 20 s (see {}.recv.log); emulator: {}",
             spec.name,
-            run.map(|r| r.line())
+            match run {
+                Ok(r) => r.line(),
+                Err(e) => format!("{e:#}"),
+            }
         );
     }
 
@@ -243,6 +246,19 @@ pub fn run_transfer(ns: &NamespaceConfig, spec: &TransferSpec) -> Result<Transfe
     })
 }
 
+/// The token this process's file runs authorise their sender with (one per process, from
+/// the clock and the process id: unguessable enough for namespaces nobody else can reach).
+fn job_token() -> &'static str {
+    static TOKEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TOKEN.get_or_init(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        format!("emu-{:x}-{nanos:x}", std::process::id())
+    })
+}
+
 /// The hare-recv command in the receiver's namespace: one transfer, its JSON summary to
 /// `recv_json`, files (if any) into `recv_dir`.
 fn receiver_command(
@@ -277,6 +293,14 @@ fn receiver_command(
         std::fs::create_dir_all(recv_dir)
             .with_context(|| format!("creating {}", recv_dir.display()))?;
         rcmd.arg("--dir").arg(recv_dir);
+        if spec.tcp {
+            // Kernel TCP carries no TLS, so hare-recv takes files over it only when told
+            // --open; the namespaces are the emulator's own, nobody else can reach the port.
+            rcmd.arg("--open");
+        } else {
+            // A receiver that writes files must know who may write them: the run's token.
+            rcmd.env("HARE_TOKEN", job_token());
+        }
     }
     Ok(rcmd)
 }
@@ -296,6 +320,9 @@ fn sender_command(
     )?;
     if !spec.echo {
         scmd.arg("-q");
+    }
+    if !spec.files.is_empty() && !spec.tcp {
+        scmd.env("HARE_TOKEN", job_token());
     }
     scmd.arg("-i")
         .arg(spec.interval.to_string())
