@@ -152,6 +152,17 @@ pub(super) fn close_connection(opener: &Opener, interrupted_files: bool) {
     }
 }
 
+/// Files whose names cannot travel were left out of the job: each is a failed file with its
+/// reason, so the run does not count as complete.
+pub(super) fn add_refused(reports: &mut Vec<FileReport>, refused: Vec<(String, String)>) {
+    reports.extend(refused.into_iter().map(|(name, reason)| FileReport {
+        name,
+        ok: false,
+        reason: Some(reason),
+        resumed_from: 0,
+    }));
+}
+
 /// The per-file reports, with a failed entry for every file that got no verdict.
 pub(super) fn file_reports(
     mut reports: Vec<FileReport>,

@@ -44,7 +44,7 @@ mod writers;
 
 use connect::{connect, Connected};
 use control::{spawn_reader, spawn_writer, verdict_channels, Ctl};
-use finish::{close_connection, file_reports, iperf_context, summarise};
+use finish::{add_refused, close_connection, file_reports, iperf_context, summarise};
 use handshake::{hello, Welcome};
 use header::{announce, run_header, Negotiated};
 use opener::Opener;
@@ -316,14 +316,7 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
     }
     let cx = iperf_context(&opener, endpoint.as_ref(), addr, &job, streams, &cpu);
     rec.log.set_iperf(cx);
-    // Files whose names cannot travel were left out of the job: failed, with the reason.
-    st.reports
-        .extend(refused.into_iter().map(|(name, reason)| FileReport {
-            name,
-            ok: false,
-            reason: Some(reason),
-            resumed_from: 0,
-        }));
+    add_refused(&mut st.reports, refused);
     let (run, mut qlog) = summarise(rec, &mut st, &job, &sources, t0, &cpu, &shared.written)?;
     close_connection(&opener, st.interrupted && !sources.is_empty());
     drop(shared);
