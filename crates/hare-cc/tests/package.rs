@@ -3,9 +3,9 @@
 //! docs refer to but not the source tree's extra crates (the fuzz crate, the outside-crate
 //! check).
 //!
-//! Lists the files only: the verify step (a build of the packaged crate in a clean target
-//! directory) compiles every dependency again, minutes of CI time. It was run by hand:
-//! `cargo package -p hare-cc --locked`.
+//! The second test runs the whole `cargo package`, verify step included: the packaged crate,
+//! unpacked alone, builds against crates.io (in its own target directory under the test
+//! target's temporary folder, so a second run reuses the build).
 
 use std::path::Path;
 use std::process::Command;
@@ -64,4 +64,27 @@ fn hare_cc_packages_with_what_its_docs_refer_to() {
             "Cargo.toml has no `{key}`"
         );
     }
+}
+
+#[test]
+fn hare_cc_package_verifies_alone() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("package-verify");
+    let output = Command::new(env!("CARGO"))
+        .args(["package", "--locked", "--allow-dirty", "--manifest-path"])
+        .arg(&manifest)
+        .arg("--target-dir")
+        .arg(&target)
+        .output()
+        .expect("run cargo package");
+    assert!(
+        output.status.success(),
+        "cargo package (with its verify build) failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("Verifying hare-cc"),
+        "cargo package did not run its verify step:\n{stderr}"
+    );
 }
