@@ -10,9 +10,8 @@ mod stack_fixtures;
 use std::path::PathBuf;
 
 use hare_analyze::metrics::{compute, Params};
-use hare_analyze::{PayloadSource, TraceRole};
 use serde_json::Value;
-use stack_fixtures::{trace, within};
+use stack_fixtures::trace;
 
 /// Upload with loss, download with loss, download on a loss-free path (HyStart++ exit).
 const FIXTURES: &[&str] = &["neqo-0.27", "neqo-0.27-download", "neqo-0.27-clean"];
@@ -37,20 +36,7 @@ fn truth_exit(truth: &Value) -> (f64, u64) {
 fn neqo_sender_matches_the_truth() {
     for (dir, truth) in &fixtures() {
         let label = dir.display().to_string();
-        let payload = truth["payload_bytes_received"].as_f64().expect("payload");
-        assert_eq!(truth["payload_bytes_sent"].as_f64(), Some(payload));
-        let goodput = truth["goodput_mbps"].as_f64().expect("goodput");
-        let s = trace(dir, truth, "sender_qlog");
-        assert_eq!(s.role, Some(TraceRole::Sender), "{label}");
-        assert_eq!(s.vantage.as_deref(), truth["sender"].as_str(), "{label}");
-        assert_eq!(
-            s.payload_source,
-            PayloadSource::AckedStreamFrames,
-            "{label}"
-        );
-        let ms = compute(&s, &Params::default());
-        within(ms.bytes as f64, payload, 0.01, &format!("{label} payload"));
-        within(ms.goodput_mbps, goodput, 0.01, &format!("{label} goodput"));
+        let (s, ms) = stack_fixtures::side(dir, truth, "sender_qlog");
         // neqo logs packet_lost: the count is exact, 0 included.
         let lost = truth["sender_stats"]["lost_packets"].as_u64();
         assert_eq!(ms.losses, lost, "{label}");
@@ -82,18 +68,7 @@ fn neqo_sender_matches_the_truth() {
 fn neqo_receiver_matches_the_truth() {
     for (dir, truth) in &fixtures() {
         let label = dir.display().to_string();
-        let payload = truth["payload_bytes_received"].as_f64().expect("payload");
-        let goodput = truth["goodput_mbps"].as_f64().expect("goodput");
-        let r = trace(dir, truth, "receiver_qlog");
-        assert_eq!(r.role, Some(TraceRole::Receiver), "{label}");
-        assert_eq!(
-            r.payload_source,
-            PayloadSource::ReceivedStreamFrames,
-            "{label}"
-        );
-        let mr = compute(&r, &Params::default());
-        within(mr.bytes as f64, payload, 0.01, &format!("{label} payload"));
-        within(mr.goodput_mbps, goodput, 0.01, &format!("{label} goodput"));
+        let (_, mr) = stack_fixtures::side(dir, truth, "receiver_qlog");
         assert!(mr.exit.is_none() && mr.episodes.is_empty(), "{label}");
         // The receiver's own losses: exact where its trace shows neqo logging packet_lost
         // (PTO-marked packets, which are not losses), else "not logged".

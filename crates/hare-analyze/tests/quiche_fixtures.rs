@@ -8,9 +8,8 @@ mod stack_fixtures;
 use std::path::PathBuf;
 
 use hare_analyze::metrics::{compute, Params};
-use hare_analyze::{PayloadSource, TraceRole};
 use serde_json::Value;
-use stack_fixtures::{trace, within};
+use stack_fixtures::trace;
 
 /// The fixture sets, one per quiche release (qlog layout).
 const FIXTURES: &[&str] = &["quiche-0.24", "quiche-0.24-download", "quiche-0.30"];
@@ -25,31 +24,7 @@ fn quiche_sender_and_receiver_match_the_truth() {
     assert_eq!(sets.len(), FIXTURES.len());
     for (dir, truth) in &sets {
         let label = dir.display().to_string();
-        let payload = truth["payload_bytes_received"].as_f64().expect("payload");
-        assert_eq!(truth["payload_bytes_sent"].as_f64(), Some(payload));
-        let goodput = truth["goodput_mbps"].as_f64().expect("goodput");
-
-        let s = trace(dir, truth, "sender_qlog");
-        assert_eq!(s.role, Some(TraceRole::Sender), "{label}");
-        assert_eq!(s.vantage.as_deref(), truth["sender"].as_str(), "{label}");
-        assert_eq!(
-            s.payload_source,
-            PayloadSource::AckedStreamFrames,
-            "{label}"
-        );
-        let ms = compute(&s, &Params::default());
-        within(
-            ms.bytes as f64,
-            payload,
-            0.01,
-            &format!("{label} sender payload"),
-        );
-        within(
-            ms.goodput_mbps,
-            goodput,
-            0.01,
-            &format!("{label} sender goodput"),
-        );
+        let (s, ms) = stack_fixtures::side(dir, truth, "sender_qlog");
         // Retransmitted STREAM bytes are not payload; quiche counts them too.
         let retrans = truth["sender_stats"]["stream_retransmitted_bytes"]
             .as_u64()
@@ -78,26 +53,7 @@ fn quiche_sender_and_receiver_match_the_truth() {
             "{label}"
         );
 
-        let r = trace(dir, truth, "receiver_qlog");
-        assert_eq!(r.role, Some(TraceRole::Receiver), "{label}");
-        assert_eq!(
-            r.payload_source,
-            PayloadSource::ReceivedStreamFrames,
-            "{label}"
-        );
-        let mr = compute(&r, &Params::default());
-        within(
-            mr.bytes as f64,
-            payload,
-            0.01,
-            &format!("{label} receiver payload"),
-        );
-        within(
-            mr.goodput_mbps,
-            goodput,
-            0.01,
-            &format!("{label} receiver goodput"),
-        );
+        let (_, mr) = stack_fixtures::side(dir, truth, "receiver_qlog");
         assert!(mr.exit.is_none() && mr.episodes.is_empty(), "{label}");
         // quiche logs min_rtt 0 before its first sample: ignored, never the base RTT.
         // In milliseconds (the path's RTT is 6 ms plus queueing), whatever the side.

@@ -46,6 +46,28 @@ pub struct UnintendedDrop {
     pub count: u64,
 }
 
+impl UnintendedDrop {
+    /// The engine's own unintended drops in both directions: delay-line overflows, and the
+    /// `send` / `receive` errors of its input and output (named by what they are in each
+    /// mode: socket or TUN).
+    pub fn of_engine(engine: &EngineReport, send: &str, receive: &str) -> Vec<UnintendedDrop> {
+        let mut out = Vec::new();
+        for (d, what) in [(&engine.forward, "forward"), (&engine.reverse, "reverse")] {
+            for (source, count) in [
+                ("delay-line overflow", d.ring_overflows),
+                (send, d.send_errors),
+                (receive, d.recv_errors),
+            ] {
+                out.push(UnintendedDrop {
+                    source: format!("{what} {source}"),
+                    count,
+                });
+            }
+        }
+        out
+    }
+}
+
 /// Everything the emulator knows about one run, with its verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EmulatorRun {

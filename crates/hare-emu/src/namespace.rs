@@ -399,20 +399,11 @@ impl NamespaceEmulator {
                 count: udp.in_errors,
             });
         }
-        for (d, what) in [(&engine.forward, "forward"), (&engine.reverse, "reverse")] {
-            unintended.push(UnintendedDrop {
-                source: format!("{what} delay-line overflow"),
-                count: d.ring_overflows,
-            });
-            unintended.push(UnintendedDrop {
-                source: format!("{what} TUN write errors"),
-                count: d.send_errors,
-            });
-            unintended.push(UnintendedDrop {
-                source: format!("{what} TUN read errors"),
-                count: d.recv_errors,
-            });
-        }
+        unintended.extend(UnintendedDrop::of_engine(
+            &engine,
+            "TUN write errors",
+            "TUN read errors",
+        ));
         Ok(EmulatorRun::judge(
             Mode::Namespace,
             cfg.path,

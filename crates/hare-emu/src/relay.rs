@@ -270,20 +270,11 @@ impl RelayEmulator {
                 count: d,
             });
         }
-        for (d, what) in [(&engine.forward, "forward"), (&engine.reverse, "reverse")] {
-            unintended.push(UnintendedDrop {
-                source: format!("{what} delay-line overflow"),
-                count: d.ring_overflows,
-            });
-            unintended.push(UnintendedDrop {
-                source: format!("{what} send errors"),
-                count: d.send_errors,
-            });
-            unintended.push(UnintendedDrop {
-                source: format!("{what} receive errors"),
-                count: d.recv_errors,
-            });
-        }
+        unintended.extend(UnintendedDrop::of_engine(
+            &engine,
+            "send errors",
+            "receive errors",
+        ));
         let notes = vec![format!(
             "machine-wide UDP counters during the run (other users included, not judged): \
              InErrors +{}, RcvbufErrors +{}",

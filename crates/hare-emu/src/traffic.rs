@@ -85,22 +85,30 @@ pub fn blast(
     let sock = sock
         .try_clone()
         .map_err(|e| EmuError::io("clone blast socket", e))?;
-    // On a thread of its own so its scheduling class does not leak to the caller.
+    on_own_thread("blast", move || {
+        blast_here(
+            &sock,
+            to,
+            payload,
+            ip_bytes_per_packet,
+            rate_bps,
+            duration_ns,
+        )
+    })
+}
+
+/// Runs `work` on a thread of its own (named `hare-emu-WHAT`) and waits for it, so that the
+/// real-time scheduling class it may take does not leak to the caller.
+fn on_own_thread<T: Send + 'static>(
+    what: &str,
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
     std::thread::Builder::new()
-        .name("hare-emu-blast".into())
-        .spawn(move || {
-            blast_here(
-                &sock,
-                to,
-                payload,
-                ip_bytes_per_packet,
-                rate_bps,
-                duration_ns,
-            )
-        })
-        .map_err(|e| EmuError::io("spawn blast", e))?
+        .name(format!("hare-emu-{what}"))
+        .spawn(work)
+        .map_err(|e| EmuError::io(format!("spawn {what}"), e))?
         .join()
-        .map_err(|_| EmuError::config("blast thread", "panicked"))?
+        .map_err(|_| EmuError::config(format!("{what} thread"), "panicked"))?
 }
 
 fn blast_here(
@@ -347,13 +355,9 @@ pub fn echo_rtts(
     let sock = sock
         .try_clone()
         .map_err(|e| EmuError::io("clone probe socket", e))?;
-    // On a thread of its own so its scheduling class does not leak to the caller.
-    std::thread::Builder::new()
-        .name("hare-emu-probe".into())
-        .spawn(move || echo_rtts_here(&sock, to, count, payload, interval_ns, timeout_ns))
-        .map_err(|e| EmuError::io("spawn probe", e))?
-        .join()
-        .map_err(|_| EmuError::config("probe thread", "panicked"))?
+    on_own_thread("probe", move || {
+        echo_rtts_here(&sock, to, count, payload, interval_ns, timeout_ns)
+    })
 }
 
 fn echo_rtts_here(

@@ -14,6 +14,8 @@
 #![warn(missing_docs)]
 
 mod controller;
+#[cfg(feature = "hare-cc")]
+pub mod from_hare_cc;
 pub mod iperf;
 pub mod jsonl;
 pub mod nuttcp;

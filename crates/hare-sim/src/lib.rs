@@ -41,7 +41,6 @@
 #![warn(missing_docs)]
 
 mod bench;
-mod cc_record;
 mod config;
 mod controller;
 mod crypto;

@@ -6,7 +6,6 @@ use hare_cc::CcEvent;
 use hare_link::Link;
 use hare_report::{Event, EventKind, Phase, Run, Summary};
 
-use crate::cc_record::{cc_event_record, phase_record};
 use crate::config::{SimConfig, Workload};
 use crate::controller::{resolve, Resolved};
 use crate::engine::{Clock, Engine, Stop};
@@ -16,6 +15,7 @@ use crate::report::{self, Sample, Track};
 use crate::setup;
 use crate::tap::{finite_ssthresh, RawTrace};
 use crate::wire::Wire;
+use hare_report::from_hare_cc::{cc_event_record, phase_record};
 
 /// Runs one simulated transfer.
 ///

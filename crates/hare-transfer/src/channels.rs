@@ -26,7 +26,49 @@ pub enum DataOut {
     /// A QUIC unidirectional stream.
     Quic(quinn::SendStream),
     /// A TCP connection (shared so that `TCP_INFO` can be sampled while it is written).
-    Tcp(Arc<TcpStream>),
+    Tcp(TcpDataSocket),
+}
+
+/// A sender's TCP data connection as its sampler sees it: the socket, and the `TCP_INFO`
+/// read just before a timed job ended it with an RST.
+///
+/// After the RST (`tcp_disconnect()`) `TCP_INFO` reads zeros, so without the last reading the
+/// data acknowledged between the sampler's previous look and the end would be missing from the
+/// last interval line.
+#[derive(Debug, Clone)]
+pub struct TcpDataSocket {
+    /// The connection.
+    pub stream: Arc<TcpStream>,
+    at_abort: Arc<std::sync::Mutex<Option<crate::tcp::TcpInfo>>>,
+}
+
+impl TcpDataSocket {
+    /// A connection not yet aborted.
+    pub fn new(stream: TcpStream) -> Self {
+        TcpDataSocket {
+            stream: Arc::new(stream),
+            at_abort: Arc::default(),
+        }
+    }
+
+    /// The `TCP_INFO` of the connection now, or the one read just before it was aborted.
+    pub fn info(&self) -> std::io::Result<crate::tcp::TcpInfo> {
+        let kept = *self.at_abort.lock().unwrap_or_else(|p| p.into_inner());
+        match kept {
+            Some(info) => Ok(info),
+            None => crate::tcp::tcp_info(&*self.stream),
+        }
+    }
+
+    /// Keep the last `TCP_INFO`, then end the connection with an RST (`tcp::abort`).
+    fn abort(&self) {
+        if let Ok(info) = crate::tcp::tcp_info(&*self.stream) {
+            *self.at_abort.lock().unwrap_or_else(|p| p.into_inner()) = Some(info);
+        }
+        if crate::tcp::abort(&*self.stream).is_err() {
+            let _ = socket2::SockRef::from(&*self.stream).shutdown(std::net::Shutdown::Both);
+        }
+    }
 }
 
 impl DataOut {
@@ -37,7 +79,7 @@ impl DataOut {
                 .write_chunk(b)
                 .await
                 .map_err(|e| TransferError::Connection(format!("writing a stream: {e}"))),
-            DataOut::Tcp(s) => {
+            DataOut::Tcp(TcpDataSocket { stream: s, .. }) => {
                 let mut buf = &b[..];
                 while !buf.is_empty() {
                     s.writable()
@@ -60,7 +102,7 @@ impl DataOut {
             DataOut::Quic(s) => s
                 .finish()
                 .map_err(|e| TransferError::Connection(format!("finishing a stream: {e}"))),
-            DataOut::Tcp(s) => socket2::SockRef::from(&**s)
+            DataOut::Tcp(s) => socket2::SockRef::from(&*s.stream)
                 .shutdown(std::net::Shutdown::Write)
                 .map_err(|e| TransferError::Connection(format!("TCP shutdown: {e}"))),
         }
@@ -73,11 +115,7 @@ impl DataOut {
             DataOut::Quic(s) => {
                 let _ = s.reset(quinn::VarInt::from_u32(code));
             }
-            DataOut::Tcp(s) => {
-                if crate::tcp::abort(&**s).is_err() {
-                    let _ = socket2::SockRef::from(&**s).shutdown(std::net::Shutdown::Both);
-                }
-            }
+            DataOut::Tcp(s) => s.abort(),
         }
     }
 
@@ -88,7 +126,7 @@ impl DataOut {
                 let _ = s.reset(quinn::VarInt::from_u32(code));
             }
             DataOut::Tcp(s) => {
-                let _ = socket2::SockRef::from(&**s).shutdown(std::net::Shutdown::Both);
+                let _ = socket2::SockRef::from(&*s.stream).shutdown(std::net::Shutdown::Both);
             }
         }
     }

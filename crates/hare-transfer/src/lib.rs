@@ -16,7 +16,6 @@
 
 pub mod bench;
 pub mod cc;
-mod cc_record;
 pub mod channels;
 pub mod cpu;
 pub mod error;

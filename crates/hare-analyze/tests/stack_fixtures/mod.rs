@@ -5,7 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use hare_analyze::{read_file, Trace};
+use hare_analyze::metrics::{compute, Metrics, Params};
+use hare_analyze::{read_file, PayloadSource, Trace, TraceRole};
 use serde_json::Value;
 
 /// Each fixture directory with its parsed truth file.
@@ -42,4 +43,43 @@ pub fn within(got: f64, want: f64, share: f64, what: &str) {
         (got - want).abs() <= want.abs() * share,
         "{what}: {got} vs truth {want}"
     );
+}
+
+/// One side's trace of a fixture, checked against what every stack's truth gives: the role
+/// and payload source of that side, and payload and goodput within 1 % of the truth (both
+/// sides moved the same payload). `key` is `sender_qlog` or `receiver_qlog`.
+pub fn side(dir: &Path, truth: &Value, key: &str) -> (Trace, Metrics) {
+    let label = dir.display().to_string();
+    let payload = truth["payload_bytes_received"].as_f64().expect("payload");
+    assert_eq!(
+        truth["payload_bytes_sent"].as_f64(),
+        Some(payload),
+        "{label}"
+    );
+    let goodput = truth["goodput_mbps"].as_f64().expect("goodput");
+    let t = trace(dir, truth, key);
+    let (role, source) = if key == "sender_qlog" {
+        (TraceRole::Sender, PayloadSource::AckedStreamFrames)
+    } else {
+        (TraceRole::Receiver, PayloadSource::ReceivedStreamFrames)
+    };
+    assert_eq!(t.role, Some(role), "{label} {key}");
+    if role == TraceRole::Sender {
+        assert_eq!(t.vantage.as_deref(), truth["sender"].as_str(), "{label}");
+    }
+    assert_eq!(t.payload_source, source, "{label} {key}");
+    let m = compute(&t, &Params::default());
+    within(
+        m.bytes as f64,
+        payload,
+        0.01,
+        &format!("{label} {key} payload"),
+    );
+    within(
+        m.goodput_mbps,
+        goodput,
+        0.01,
+        &format!("{label} {key} goodput"),
+    );
+    (t, m)
 }

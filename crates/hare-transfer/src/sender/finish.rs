@@ -146,7 +146,7 @@ pub(super) fn close_connection(opener: &Opener, interrupted_files: bool) {
         }
         Opener::Tcp { sockets, .. } => {
             for s in lock(sockets).iter() {
-                let _ = socket2::SockRef::from(&**s).shutdown(std::net::Shutdown::Both);
+                let _ = socket2::SockRef::from(&*s.stream).shutdown(std::net::Shutdown::Both);
             }
         }
     }

@@ -3,13 +3,11 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
-use tokio::net::TcpStream;
-
-use crate::channels::DataOut;
+use crate::channels::{DataOut, TcpDataSocket};
 use crate::error::{Result, TransferError};
 use crate::protocol::DataHeader;
 use crate::tcp::{self, TcpOptions};
+use bytes::Bytes;
 
 /// Opens data channels of the job.
 #[derive(Clone)]
@@ -19,7 +17,7 @@ pub(super) enum Opener {
         addr: SocketAddr,
         opts: TcpOptions,
         session: [u8; 12],
-        sockets: Arc<Mutex<Vec<Arc<TcpStream>>>>,
+        sockets: Arc<Mutex<Vec<TcpDataSocket>>>,
     },
 }
 
@@ -43,7 +41,7 @@ impl Opener {
                 sockets,
             } => {
                 h.session = *session;
-                let s = Arc::new(tcp::connect(*addr, opts).await?);
+                let s = TcpDataSocket::new(tcp::connect(*addr, opts).await?);
                 lock(sockets).push(s.clone());
                 let mut out = DataOut::Tcp(s);
                 out.write(Bytes::copy_from_slice(&h.encode())).await?;

@@ -6,9 +6,9 @@ use std::time::Instant;
 
 use hare_cc::Observer;
 use hare_report::{CcEvent, Event, EventKind, ExitReason};
-use tokio::net::TcpStream;
 
 use super::opener::{lock, Opener};
+use crate::channels::TcpDataSocket;
 use crate::hystart_mib::{cubic_beta, HystartMib};
 use crate::protocol::DataHeader;
 use crate::sampler::{QuicSampler, Sample};
@@ -76,7 +76,7 @@ fn tcp_exit(
 pub(super) enum Probe {
     Quic(Box<QuicSampler>),
     Tcp {
-        sockets: Arc<Mutex<Vec<Arc<TcpStream>>>>,
+        sockets: Arc<Mutex<Vec<TcpDataSocket>>>,
         /// The last good `TCP_INFO` of each data connection, in opening order.
         infos: Vec<tcp::TcpInfo>,
         /// The namespace's HyStart counters when the run started (see `hystart_mib`).
@@ -141,10 +141,10 @@ impl Probe {
                 min_rtt_ms,
             } => {
                 // The last good TCP_INFO of each data connection: an aborted one (a timed
-                // job's end, `tcp_disconnect()`) reads zeros afterwards, and its counts must
-                // not go backwards.
+                // job's end, `tcp_disconnect()`) gives the reading taken just before its RST,
+                // and its counts must not go backwards.
                 for (i, s) in lock(sockets).iter().enumerate() {
-                    if let Ok(info) = tcp::tcp_info(&**s) {
+                    if let Ok(info) = s.info() {
                         if infos.len() <= i {
                             infos.resize(i + 1, tcp::TcpInfo::default());
                         }
@@ -183,7 +183,7 @@ impl Probe {
                 if !*exit_seen && first.ssthresh.is_some() {
                     let cc = lock(sockets)
                         .first()
-                        .and_then(|s| tcp::congestion_control(s));
+                        .and_then(|s| tcp::congestion_control(&s.stream));
                     let mibs = mib0.zip(HystartMib::read());
                     let beta = cubic_beta();
                     if let Some(kind) = tcp_exit(&first, retrans, mibs, cc.as_deref(), beta) {

@@ -136,9 +136,12 @@ pub(super) async fn run(
 }
 
 fn on_tick(rec: &mut Recorder, st: &mut State, cx: &Context<'_>) {
+    // The line ends when the counters are read, which is the first thing the sample does;
+    // what the sample does after (a slow-start exit check may read /proc) must not move the
+    // boundary, or the next line would count more data than its length allows.
+    let now_s = cx.t0.elapsed().as_secs_f64();
     let sample = rec.sample();
     st.ticks += 1;
-    let now_s = cx.t0.elapsed().as_secs_f64();
     for iv in st.lines.tick(st.ticks, now_s, sample) {
         rec.log.interval(iv);
     }

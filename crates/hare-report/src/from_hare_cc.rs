@@ -1,12 +1,15 @@
-//! hare-cc decisions converted into the report's own record types (the report crate does not
-//! depend on the controller crate; the conversion lives with the writer).
+//! hare-cc decisions converted into the report's own record types, for the writers of
+//! reports (the simulator and the transfer tools).
+//!
+//! Only with the `hare-cc` feature: readers of reports (the analysis tools) need neither the
+//! controller crate nor this conversion, and the schema stays the report's own.
 
-use hare_report::{CcEvent, ExitReason, Phase};
+use crate::{CcEvent, ExitReason, Phase};
 
 /// The report's record of a hare-cc decision (same fields, the report's own types); `None`
 /// for a decision kind this report schema has no record for (hare-cc's event types are
 /// `non_exhaustive`: a newer hare-cc may report more than the schema holds).
-pub(crate) fn cc_event_record(ev: hare_cc::CcEvent) -> Option<CcEvent> {
+pub fn cc_event_record(ev: hare_cc::CcEvent) -> Option<CcEvent> {
     use hare_cc::CcEvent as Cc;
     Some(match ev {
         Cc::SlowStartExit {
@@ -50,7 +53,7 @@ pub(crate) fn cc_event_record(ev: hare_cc::CcEvent) -> Option<CcEvent> {
 }
 
 /// The report's record of a hare-cc slow-start exit reason (`None`: unknown to the schema).
-pub(crate) fn exit_reason_record(r: hare_cc::ExitReason) -> Option<ExitReason> {
+pub fn exit_reason_record(r: hare_cc::ExitReason) -> Option<ExitReason> {
     use hare_cc::ExitReason as Cc;
     Some(match r {
         Cc::AckTrain => ExitReason::AckTrain,
@@ -64,7 +67,7 @@ pub(crate) fn exit_reason_record(r: hare_cc::ExitReason) -> Option<ExitReason> {
 }
 
 /// The report's record of a hare-cc phase (`None`: unknown to the schema).
-pub(crate) fn phase_record(p: hare_cc::Phase) -> Option<Phase> {
+pub fn phase_record(p: hare_cc::Phase) -> Option<Phase> {
     use hare_cc::Phase as Cc;
     Some(match p {
         Cc::SlowStart => Phase::SlowStart,
