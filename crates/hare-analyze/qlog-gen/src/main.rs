@@ -180,284 +180,396 @@ fn qlog_writer(path: &Path) -> Result<Box<dyn std::io::Write + Send + Sync>, Str
     Ok(Box::new(BufWriter::new(f)))
 }
 
-#[allow(clippy::too_many_lines)]
-fn run() -> Result<(), String> {
-    let o = parse()?;
-    std::fs::create_dir_all(&o.out).map_err(|e| e.to_string())?;
-    let tmp = std::env::temp_dir().join(format!("qlog-gen-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
-    let mut ccfg = config(&o, false, &tmp)?;
-    let mut scfg = config(&o, true, &tmp)?;
-    let caddr: SocketAddr = "127.0.0.1:40001".parse().map_err(|_| "addr")?;
-    let saddr: SocketAddr = "127.0.0.1:40002".parse().map_err(|_| "addr")?;
-    let e = |x: quiche::Error| x.to_string();
+/// Both endpoints, the two directions of the path, and what the run has seen so far.
+struct Run {
+    o: Opts,
+    scfg: quiche::Config,
+    caddr: SocketAddr,
+    saddr: SocketAddr,
+    client: quiche::Connection,
+    /// Created when the first datagram reaches the server.
+    server: Option<quiche::Connection>,
+    c_qlog: PathBuf,
+    s_qlog: PathBuf,
+    /// The qlog reference times of the client and the server (taken inside `set_qlog`).
+    c_ref: Instant,
+    s_ref: Instant,
+    start: Instant,
+    up: Pipe,
+    down: Pipe,
+    buf: Vec<u8>,
+    out: Vec<u8>,
+    payload: Vec<u8>,
+    truth: SenderTruth,
+    received: usize,
+    fin_at: Option<Instant>,
+    first_after_est: Option<Instant>,
+    request_sent: bool,
+    c_timer: Option<Instant>,
+    s_timer: Option<Instant>,
+}
 
-    let cid_c = [0xc1u8; 16];
-    let cid_s = [0x5eu8; 20];
-    let mut client = quiche::connect(
-        Some("localhost"),
-        &quiche::ConnectionId::from_ref(&cid_c),
-        caddr,
-        saddr,
-        &mut ccfg,
-    )
-    .map_err(e)?;
-    let (cname, sname) = if o.sender_is_client {
-        ("sender", "receiver")
-    } else {
-        ("receiver", "sender")
-    };
-    let c_qlog = o.out.join(format!("{}-client-{cname}.sqlog", o.name));
-    let s_qlog = o.out.join(format!("{}-server-{sname}.sqlog", o.name));
-    // The writer first: quiche takes its reference time inside set_qlog.
-    let writer = qlog_writer(&c_qlog)?;
-    let c_ref = Instant::now();
-    client.set_qlog(writer, "qlog-gen client".into(), o.name.clone());
-    let start = Instant::now();
-    let mut server: Option<quiche::Connection> = None;
-    let mut s_ref = start;
-    let mut up = Pipe::new(start, &o, if o.sender_is_client { o.drop_every } else { 0 });
-    let mut down = Pipe::new(start, &o, if o.sender_is_client { 0 } else { o.drop_every });
-    let mut buf = vec![0u8; 65536];
-    let mut out = vec![0u8; MAX_DATAGRAM];
-    let payload = vec![0x61u8; o.bytes];
-    let mut truth = SenderTruth::default();
-    let mut received = 0usize;
-    let mut fin_at: Option<Instant> = None;
-    let mut first_after_est: Option<Instant> = None;
-    let mut request_sent = false;
-    let mut c_timer: Option<Instant> = None;
-    let mut s_timer: Option<Instant> = None;
+const CID_CLIENT: [u8; 16] = [0xc1; 16];
+const CID_SERVER: [u8; 20] = [0x5e; 20];
 
-    loop {
-        let now = Instant::now();
-        if now.duration_since(start) > RUN_LIMIT {
-            return Err("run limit reached".into());
-        }
-        // Deliver what has arrived.
-        while up.next_arrival().is_some_and(|t| t <= now) {
-            let Some((_, mut d)) = up.queue.pop_front() else {
+fn qe(x: quiche::Error) -> String {
+    x.to_string()
+}
+
+impl Run {
+    fn new(o: Opts, tmp: &Path) -> Result<Self, String> {
+        let mut ccfg = config(&o, false, tmp)?;
+        let scfg = config(&o, true, tmp)?;
+        let caddr: SocketAddr = "127.0.0.1:40001".parse().map_err(|_| "addr")?;
+        let saddr: SocketAddr = "127.0.0.1:40002".parse().map_err(|_| "addr")?;
+        let mut client = quiche::connect(
+            Some("localhost"),
+            &quiche::ConnectionId::from_ref(&CID_CLIENT),
+            caddr,
+            saddr,
+            &mut ccfg,
+        )
+        .map_err(qe)?;
+        let (cname, sname) = if o.sender_is_client {
+            ("sender", "receiver")
+        } else {
+            ("receiver", "sender")
+        };
+        let c_qlog = o.out.join(format!("{}-client-{cname}.sqlog", o.name));
+        let s_qlog = o.out.join(format!("{}-server-{sname}.sqlog", o.name));
+        // The writer first: quiche takes its reference time inside set_qlog.
+        let writer = qlog_writer(&c_qlog)?;
+        let c_ref = Instant::now();
+        client.set_qlog(writer, "qlog-gen client".into(), o.name.clone());
+        let start = Instant::now();
+        let (up_drop, down_drop) = if o.sender_is_client {
+            (o.drop_every, 0)
+        } else {
+            (0, o.drop_every)
+        };
+        Ok(Run {
+            up: Pipe::new(start, &o, up_drop),
+            down: Pipe::new(start, &o, down_drop),
+            payload: vec![0x61u8; o.bytes],
+            o,
+            scfg,
+            caddr,
+            saddr,
+            client,
+            server: None,
+            c_qlog,
+            s_qlog,
+            c_ref,
+            s_ref: start,
+            start,
+            buf: vec![0u8; 65536],
+            out: vec![0u8; MAX_DATAGRAM],
+            truth: SenderTruth::default(),
+            received: 0,
+            fin_at: None,
+            first_after_est: None,
+            request_sent: false,
+            c_timer: None,
+            s_timer: None,
+        })
+    }
+
+    /// Feeds both endpoints what the path delivered by `now` (the server is created by the
+    /// first datagram that reaches it).
+    fn deliver(&mut self, now: Instant) -> Result<(), String> {
+        while self.up.next_arrival().is_some_and(|t| t <= now) {
+            let Some((_, mut d)) = self.up.queue.pop_front() else {
                 break;
             };
-            if server.is_none() {
+            if self.server.is_none() {
                 let mut c = quiche::accept(
-                    &quiche::ConnectionId::from_ref(&cid_s),
+                    &quiche::ConnectionId::from_ref(&CID_SERVER),
                     None,
-                    saddr,
-                    caddr,
-                    &mut scfg,
+                    self.saddr,
+                    self.caddr,
+                    &mut self.scfg,
                 )
-                .map_err(e)?;
-                let writer = qlog_writer(&s_qlog)?;
-                s_ref = Instant::now();
-                c.set_qlog(writer, "qlog-gen server".into(), o.name.clone());
-                server = Some(c);
+                .map_err(qe)?;
+                let writer = qlog_writer(&self.s_qlog)?;
+                self.s_ref = Instant::now();
+                c.set_qlog(writer, "qlog-gen server".into(), self.o.name.clone());
+                self.server = Some(c);
             }
-            if let Some(s) = server.as_mut() {
+            if let Some(s) = self.server.as_mut() {
                 let info = quiche::RecvInfo {
-                    from: caddr,
-                    to: saddr,
+                    from: self.caddr,
+                    to: self.saddr,
                 };
-                recv_one(s, &mut d, info, !o.sender_is_client, &mut truth, s_ref)?;
+                let is_sender = !self.o.sender_is_client;
+                recv_one(s, &mut d, info, is_sender, &mut self.truth, self.s_ref)?;
             }
         }
-        while down.next_arrival().is_some_and(|t| t <= now) {
-            let Some((_, mut d)) = down.queue.pop_front() else {
+        while self.down.next_arrival().is_some_and(|t| t <= now) {
+            let Some((_, mut d)) = self.down.queue.pop_front() else {
                 break;
             };
             let info = quiche::RecvInfo {
-                from: saddr,
-                to: caddr,
+                from: self.saddr,
+                to: self.caddr,
             };
+            let is_sender = self.o.sender_is_client;
             recv_one(
-                &mut client,
+                &mut self.client,
                 &mut d,
                 info,
-                o.sender_is_client,
-                &mut truth,
-                c_ref,
+                is_sender,
+                &mut self.truth,
+                self.c_ref,
             )?;
         }
-        // Timers.
-        if c_timer.is_some_and(|t| t <= now) {
-            on_timeout(&mut client, o.sender_is_client, &mut truth, c_ref);
+        Ok(())
+    }
+
+    fn fire_timers(&mut self, now: Instant) {
+        if self.c_timer.is_some_and(|t| t <= now) {
+            on_timeout(
+                &mut self.client,
+                self.o.sender_is_client,
+                &mut self.truth,
+                self.c_ref,
+            );
         }
-        if let Some(s) = server.as_mut() {
-            if s_timer.is_some_and(|t| t <= now) {
-                on_timeout(s, !o.sender_is_client, &mut truth, s_ref);
+        if let Some(s) = self.server.as_mut() {
+            if self.s_timer.is_some_and(|t| t <= now) {
+                on_timeout(s, !self.o.sender_is_client, &mut self.truth, self.s_ref);
             }
         }
-        // Applications.
-        if client.is_established() && !request_sent && !o.sender_is_client {
-            client.stream_send(STREAM, b"GET /\r\n", true).map_err(e)?;
-            request_sent = true;
+    }
+
+    /// The applications: the download's request, the sender writing, the receiver reading.
+    fn applications(&mut self) -> Result<(), String> {
+        let sender_is_client = self.o.sender_is_client;
+        if self.client.is_established() && !self.request_sent && !sender_is_client {
+            self.client
+                .stream_send(STREAM, b"GET /\r\n", true)
+                .map_err(qe)?;
+            self.request_sent = true;
         }
-        {
-            let (snd, rcv) = if o.sender_is_client {
-                (Some(&mut client), server.as_mut())
-            } else {
-                let s = server.as_mut();
-                (s, Some(&mut client))
-            };
-            if let Some(snd) = snd {
-                let may_write = snd.is_established()
-                    && (o.sender_is_client || snd.stream_readable(STREAM) || truth.written > 0);
-                if may_write && !o.sender_is_client {
-                    while let Ok((_, _)) = snd.stream_recv(STREAM, &mut buf) {}
+        let (snd, rcv) = if sender_is_client {
+            (Some(&mut self.client), self.server.as_mut())
+        } else {
+            (self.server.as_mut(), Some(&mut self.client))
+        };
+        if let Some(snd) = snd {
+            let may_write = snd.is_established()
+                && (sender_is_client || snd.stream_readable(STREAM) || self.truth.written > 0);
+            if may_write && !sender_is_client {
+                while let Ok((_, _)) = snd.stream_recv(STREAM, &mut self.buf) {}
+            }
+            if may_write && self.truth.written < self.payload.len() {
+                match snd.stream_send(STREAM, &self.payload[self.truth.written..], true) {
+                    Ok(n) => self.truth.written += n,
+                    Err(quiche::Error::Done) => {}
+                    Err(x) => return Err(format!("stream_send: {x}")),
                 }
-                if may_write && truth.written < payload.len() {
-                    match snd.stream_send(STREAM, &payload[truth.written..], true) {
-                        Ok(n) => truth.written += n,
-                        Err(quiche::Error::Done) => {}
-                        Err(x) => return Err(format!("stream_send: {x}")),
+            }
+        }
+        if let Some(rcv) = rcv {
+            if sender_is_client || self.request_sent {
+                while let Ok((n, fin)) = rcv.stream_recv(STREAM, &mut self.buf) {
+                    self.received += n;
+                    if fin && self.fin_at.is_none() && self.received == self.o.bytes {
+                        self.fin_at = Some(Instant::now());
                     }
                 }
             }
-            if let Some(rcv) = rcv {
-                if o.sender_is_client || request_sent {
-                    loop {
-                        match rcv.stream_recv(STREAM, &mut buf) {
-                            Ok((n, fin)) => {
-                                received += n;
-                                if fin && fin_at.is_none() && received == o.bytes {
-                                    fin_at = Some(Instant::now());
-                                }
-                            }
-                            Err(_) => break,
-                        }
-                    }
-                }
-            }
         }
-        // Send.
-        let now = Instant::now();
+        Ok(())
+    }
+
+    /// Everything both endpoints want to send goes onto the path; the timers are re-read.
+    fn send(&mut self, now: Instant) -> Result<(), String> {
         loop {
-            match client.send(&mut out) {
+            match self.client.send(&mut self.out) {
                 Ok((n, _)) => {
-                    if o.sender_is_client && client.is_established() {
-                        first_after_est.get_or_insert(now);
+                    if self.o.sender_is_client && self.client.is_established() {
+                        self.first_after_est.get_or_insert(now);
                     }
                     // The path takes the datagram when quiche handed it over.
-                    up.push(Instant::now(), out[..n].to_vec());
+                    self.up.push(Instant::now(), self.out[..n].to_vec());
                 }
                 Err(quiche::Error::Done) => break,
                 Err(x) => return Err(format!("client send: {x}")),
             }
         }
-        if let Some(s) = server.as_mut() {
+        if let Some(s) = self.server.as_mut() {
             loop {
-                match s.send(&mut out) {
+                match s.send(&mut self.out) {
                     Ok((n, _)) => {
-                        if !o.sender_is_client && s.is_established() {
-                            first_after_est.get_or_insert(now);
+                        if !self.o.sender_is_client && s.is_established() {
+                            self.first_after_est.get_or_insert(now);
                         }
-                        down.push(Instant::now(), out[..n].to_vec());
+                        self.down.push(Instant::now(), self.out[..n].to_vec());
                     }
                     Err(quiche::Error::Done) => break,
                     Err(x) => return Err(format!("server send: {x}")),
                 }
             }
         }
-        c_timer = client.timeout().map(|d| now + d);
-        s_timer = server.as_ref().and_then(|s| s.timeout()).map(|d| now + d);
-        // Close once everything arrived and the sender saw it acknowledged.
-        if let Some(f) = fin_at {
-            let snd = if o.sender_is_client {
-                Some(&client)
+        self.c_timer = self.client.timeout().map(|d| now + d);
+        self.s_timer = self
+            .server
+            .as_ref()
+            .and_then(|s| s.timeout())
+            .map(|d| now + d);
+        Ok(())
+    }
+
+    /// Closes once everything arrived and the sender saw it acknowledged; true when the run
+    /// is over.
+    fn close_when_done(&mut self, now: Instant) -> bool {
+        if let Some(f) = self.fin_at {
+            let snd = if self.o.sender_is_client {
+                Some(&self.client)
             } else {
-                server.as_ref()
+                self.server.as_ref()
             };
             let all_acked = snd.is_some_and(|s| s.stats().lost + s.stats().sent > 0)
-                && now.duration_since(f) > o.delay * 6;
-            if all_acked && !client.is_closed() && !client.is_draining() {
-                let _ = client.close(true, 0, b"done");
+                && now.duration_since(f) > self.o.delay * 6;
+            if all_acked && !self.client.is_closed() && !self.client.is_draining() {
+                let _ = self.client.close(true, 0, b"done");
             }
         }
-        if client.is_closed()
-            && server
-                .as_ref()
-                .is_none_or(|s| s.is_closed() || s.is_draining())
-        {
-            break;
-        }
-        if client.is_closed() && now.duration_since(start) > RUN_LIMIT / 2 {
-            break;
-        }
-        // Sleep until the next thing happens.
-        let next = [up.next_arrival(), down.next_arrival(), c_timer, s_timer]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or(now + Duration::from_millis(1));
+        let server_done = self
+            .server
+            .as_ref()
+            .is_none_or(|s| s.is_closed() || s.is_draining());
+        (self.client.is_closed() && server_done)
+            || (self.client.is_closed() && now.duration_since(self.start) > RUN_LIMIT / 2)
+    }
+
+    /// Sleeps until the next arrival or timer (at most 50 ms).
+    fn sleep_until_next(&self, now: Instant) {
+        let next = [
+            self.up.next_arrival(),
+            self.down.next_arrival(),
+            self.c_timer,
+            self.s_timer,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(now + Duration::from_millis(1));
         let wait = next.saturating_duration_since(Instant::now());
         if !wait.is_zero() {
             std::thread::sleep(wait.min(Duration::from_millis(50)));
         }
     }
-    // Let the server see the close, then drop both so their qlogs are flushed.
-    let snd_stats = if o.sender_is_client {
-        client.stats()
-    } else {
-        server.as_ref().map(|s| s.stats()).ok_or("no server")?
-    };
-    let rcv_stats = if o.sender_is_client {
-        server.as_ref().map(|s| s.stats()).ok_or("no server")?
-    } else {
-        client.stats()
-    };
-    drop(client);
-    drop(server);
-    trim(&c_qlog)?;
-    trim(&s_qlog)?;
+
+    /// One step of the loop: deliver, timers, applications, send; true when the run is over.
+    fn step(&mut self) -> Result<bool, String> {
+        let now = Instant::now();
+        if now.duration_since(self.start) > RUN_LIMIT {
+            return Err("run limit reached".into());
+        }
+        self.deliver(now)?;
+        self.fire_timers(now);
+        self.applications()?;
+        let now = Instant::now();
+        self.send(now)?;
+        if self.close_when_done(now) {
+            return Ok(true);
+        }
+        self.sleep_until_next(now);
+        Ok(false)
+    }
+
+    /// Drops both endpoints (flushing their qlogs), trims the qlogs and writes the truth file.
+    fn finish(self) -> Result<PathBuf, String> {
+        let server = self.server.as_ref().ok_or("no server")?;
+        let (snd_stats, rcv_stats) = if self.o.sender_is_client {
+            (self.client.stats(), server.stats())
+        } else {
+            (server.stats(), self.client.stats())
+        };
+        let Run {
+            o,
+            client,
+            server,
+            c_qlog,
+            s_qlog,
+            up,
+            down,
+            truth,
+            received,
+            fin_at,
+            first_after_est,
+            ..
+        } = self;
+        drop(client);
+        drop(server);
+        trim(&c_qlog)?;
+        trim(&s_qlog)?;
+        let start_payload = first_after_est.ok_or("no data sent")?;
+        let fin = fin_at.ok_or("transfer did not finish")?;
+        let secs = fin.duration_since(start_payload).as_secs_f64();
+        let (snd_qlog, rcv_qlog) = if o.sender_is_client {
+            (&c_qlog, &s_qlog)
+        } else {
+            (&s_qlog, &c_qlog)
+        };
+        let file_name = |p: &PathBuf| p.file_name().map(|n| n.to_string_lossy().into_owned());
+        let truth_json = serde_json::json!({
+            "generator": env!("CARGO_PKG_NAME"),
+            "sender": if o.sender_is_client { "client" } else { "server" },
+            "sender_qlog": file_name(snd_qlog),
+            "receiver_qlog": file_name(rcv_qlog),
+            "cc": o.cc,
+            "path": {
+                "rate_bps": o.rate_bps,
+                "one_way_delay_ms": o.delay.as_secs_f64() * 1000.0,
+                "queue_bytes": o.queue_bytes,
+                "drop_every_nth_1rtt_datagram": o.drop_every,
+            },
+            "payload_bytes_sent": truth.written,
+            "payload_bytes_received": received,
+            "transfer_s": secs,
+            "goodput_mbps": received as f64 * 8.0 / secs / 1e6,
+            "sender_stats": {
+                "sent_packets": snd_stats.sent,
+                "lost_packets": snd_stats.lost,
+                "spurious_lost_packets": snd_stats.spurious_lost,
+                "retransmitted_packets": snd_stats.retrans,
+                "sent_bytes": snd_stats.sent_bytes,
+                "lost_bytes": snd_stats.lost_bytes,
+                "stream_retransmitted_bytes": snd_stats.stream_retrans_bytes,
+            },
+            "receiver_stats": {
+                "received_packets": rcv_stats.recv,
+                "received_bytes": rcv_stats.recv_bytes,
+            },
+            "path_drops": {
+                "nth": up.dropped_nth + down.dropped_nth,
+                "queue": up.dropped_queue + down.dropped_queue,
+            },
+            // Times on the sender's qlog clock (ms since its reference time).
+            "first_congestion": truth.first_loss_ms.map(|t| serde_json::json!({
+                "t_ms": t,
+                "window_ms": truth.first_loss_window_ms.map(|w| [w.0, w.1]),
+                "cwnd_before_bytes": truth.cwnd_before,
+            })),
+        });
+        let path = o.out.join(format!("{}.truth.json", o.name));
+        let text = serde_json::to_string_pretty(&truth_json).map_err(|x| x.to_string())?;
+        std::fs::write(&path, text + "\n").map_err(|x| x.to_string())?;
+        Ok(path)
+    }
+}
+
+fn run() -> Result<(), String> {
+    let o = parse()?;
+    std::fs::create_dir_all(&o.out).map_err(|e| e.to_string())?;
+    let tmp = std::env::temp_dir().join(format!("qlog-gen-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
+    let mut run = Run::new(o, &tmp)?;
+    while !run.step()? {}
+    let path = run.finish()?;
     let _ = std::fs::remove_dir_all(&tmp);
-    let start_payload = first_after_est.ok_or("no data sent")?;
-    let fin = fin_at.ok_or("transfer did not finish")?;
-    let secs = fin.duration_since(start_payload).as_secs_f64();
-    let truth_json = serde_json::json!({
-        "generator": env!("CARGO_PKG_NAME"),
-        "sender": if o.sender_is_client { "client" } else { "server" },
-        "sender_qlog": if o.sender_is_client { &c_qlog } else { &s_qlog }
-            .file_name().map(|n| n.to_string_lossy().into_owned()),
-        "receiver_qlog": if o.sender_is_client { &s_qlog } else { &c_qlog }
-            .file_name().map(|n| n.to_string_lossy().into_owned()),
-        "cc": o.cc,
-        "path": {
-            "rate_bps": o.rate_bps,
-            "one_way_delay_ms": o.delay.as_secs_f64() * 1000.0,
-            "queue_bytes": o.queue_bytes,
-            "drop_every_nth_1rtt_datagram": o.drop_every,
-        },
-        "payload_bytes_sent": truth.written,
-        "payload_bytes_received": received,
-        "transfer_s": secs,
-        "goodput_mbps": received as f64 * 8.0 / secs / 1e6,
-        "sender_stats": {
-            "sent_packets": snd_stats.sent,
-            "lost_packets": snd_stats.lost,
-            "spurious_lost_packets": snd_stats.spurious_lost,
-            "retransmitted_packets": snd_stats.retrans,
-            "sent_bytes": snd_stats.sent_bytes,
-            "lost_bytes": snd_stats.lost_bytes,
-            "stream_retransmitted_bytes": snd_stats.stream_retrans_bytes,
-        },
-        "receiver_stats": {
-            "received_packets": rcv_stats.recv,
-            "received_bytes": rcv_stats.recv_bytes,
-        },
-        "path_drops": {
-            "nth": up.dropped_nth + down.dropped_nth,
-            "queue": up.dropped_queue + down.dropped_queue,
-        },
-        // Times on the sender's qlog clock (ms since its reference time).
-        "first_congestion": truth.first_loss_ms.map(|t| serde_json::json!({
-            "t_ms": t,
-            "window_ms": truth.first_loss_window_ms.map(|w| [w.0, w.1]),
-            "cwnd_before_bytes": truth.cwnd_before,
-        })),
-    });
-    let path = o.out.join(format!("{}.truth.json", o.name));
-    let text = serde_json::to_string_pretty(&truth_json).map_err(|x| x.to_string())?;
-    std::fs::write(&path, text + "\n").map_err(|x| x.to_string())?;
     println!("{}", path.display());
     Ok(())
 }
