@@ -3,6 +3,7 @@
 //! ([`merge`]). `docs/SWEEPS.md` shows how batch systems spread the shards.
 
 pub mod grid;
+mod heatmap_svg;
 pub mod merge;
 pub mod run;
 
@@ -10,8 +11,9 @@ pub use grid::{Shard, Sweep};
 pub use merge::{merge_dirs, Merged};
 pub use run::{run_sweep, shard_file, SweepOptions, SweepRow};
 
-use crate::html::{heatmap_svg, Page};
+use crate::html::Page;
 use anyhow::{Context, Result};
+use heatmap_svg::heatmap_svg;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
