@@ -8,7 +8,7 @@ use tokio::net::TcpStream;
 
 use crate::channels::DataOut;
 use crate::error::{Result, TransferError};
-use crate::protocol::DataHeader;
+use crate::protocol::{DataHeader, DataKind};
 use crate::tcp::{self, TcpOptions};
 
 /// Opens data channels of the job.
@@ -19,9 +19,13 @@ pub(super) enum Opener {
         addr: SocketAddr,
         opts: TcpOptions,
         session: [u8; 12],
-        sockets: Arc<Mutex<Vec<Arc<TcpStream>>>>,
+        sockets: DataSockets,
     },
 }
+
+/// The data connections of a kernel-TCP job in opening order, each with its bulk stream
+/// number (`None` for a file's connection), for `TCP_INFO` by stream.
+pub(super) type DataSockets = Arc<Mutex<Vec<(Option<u32>, Arc<TcpStream>)>>>;
 
 impl Opener {
     pub(super) async fn open(&self, mut h: DataHeader) -> Result<DataOut> {
@@ -44,7 +48,8 @@ impl Opener {
             } => {
                 h.session = *session;
                 let s = Arc::new(tcp::connect(*addr, opts).await?);
-                lock(sockets).push(s.clone());
+                let bulk = (h.kind == DataKind::Bulk).then_some(h.index);
+                lock(sockets).push((bulk, s.clone()));
                 let mut out = DataOut::Tcp(s);
                 out.write(Bytes::copy_from_slice(&h.encode())).await?;
                 Ok(out)
