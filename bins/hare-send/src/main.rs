@@ -296,6 +296,24 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("starting the tokio runtime")
 }
 
+/// `hare-send HOST FILE` (scp's order reversed): the first name is no file here but the last
+/// one is, so the receiver was most likely named first. Said once, instead of "cannot read
+/// HOST".
+fn host_goes_last(paths: &[PathBuf], server: &str) -> Result<()> {
+    let Some(first) = paths.first() else {
+        return Ok(());
+    };
+    let text = first.to_string_lossy();
+    let missing = std::fs::symlink_metadata(first).is_err();
+    if missing && !text.contains('/') && std::fs::symlink_metadata(server).is_ok() {
+        bail!(
+            "`{text}` is not a file here but `{server}` is: the receiver HOST[:PORT] goes last \
+             (hare-send FILE|DIR... HOST[:PORT])"
+        );
+    }
+    Ok(())
+}
+
 fn options(a: SendArgs) -> Result<SendOptions> {
     if a.tcp {
         refuse_with_tcp(&a)?;
@@ -311,12 +329,15 @@ fn options(a: SendArgs) -> Result<SendOptions> {
             streams: a.parallel.unwrap_or(1),
         },
         (true, false) => bail!("-n / -T are for bulk mode; do not name files with them"),
-        (false, false) => SendJob::Files {
-            paths,
-            resume: a.resume,
-            force: a.force,
-            parallel: a.parallel.unwrap_or(4),
-        },
+        (false, false) => {
+            host_goes_last(&paths, &server)?;
+            SendJob::Files {
+                paths,
+                resume: a.resume,
+                force: a.force,
+                parallel: a.parallel.unwrap_or(4),
+            }
+        }
         (false, true) => bail!("nothing to send: give -n SIZE, -T SECONDS, or files before HOST"),
     };
     if !(0.1..=3600.0).contains(&a.interval) {

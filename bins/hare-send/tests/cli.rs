@@ -432,3 +432,71 @@ fn rate_zero_is_no_limit() {
         assert_eq!(v["end"]["sum_received"]["bytes"].as_u64(), Some(2 << 20));
     }
 }
+
+/// `-P 3`: each interval and the summary print one line per stream, then a `[SUM]` line whose
+/// bytes are theirs added up (compared in the printed MB, four decimals).
+#[test]
+fn parallel_streams_print_per_stream_lines_and_a_sum() {
+    let (_id, r) = receiver(None);
+    let fp = r.fingerprint.expect("fingerprint").to_string();
+    let out = run(hare_send().args([
+        "-n",
+        "24m",
+        "-P",
+        "3",
+        "-i",
+        "0.2",
+        "--pin",
+        &fp,
+        &r.addr.to_string(),
+    ]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mb = |l: &str| -> f64 {
+        let body = &l[5..];
+        body.split_whitespace()
+            .next()
+            .and_then(|w| w.parse().ok())
+            .expect("MB")
+    };
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains(" MB / ")).collect();
+    let sums: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with("[SUM]"))
+        .collect();
+    assert!(sums.len() >= 2, "interval and summary [SUM] lines: {text}");
+    for &i in &sums {
+        assert!(i >= 3, "{text}");
+        let streams = &lines[i - 3..i];
+        for (k, l) in streams.iter().enumerate() {
+            assert!(l.starts_with(&format!("[{:3}]", k + 1)), "{text}");
+        }
+        let added: f64 = streams.iter().map(|l| mb(l)).sum();
+        assert!((added - mb(lines[i])).abs() < 0.0003, "{text}");
+    }
+    let last = lines[lines.len() - 1];
+    assert!(last.starts_with("[SUM]") && last.contains("%TX"), "{text}");
+    assert!((mb(last) - 24.0).abs() < 1e-9, "{text}");
+}
+
+/// scp's order (`hare-send HOST FILE`) gets one hint that the receiver goes last.
+#[test]
+fn host_named_first_is_told_to_go_last() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("data.bin");
+    std::fs::write(&file, b"x").expect("file");
+    let out = run(hare_send().current_dir(dir.path()).args([
+        "--pin",
+        &"ab".repeat(32),
+        "127.0.0.1",
+        "data.bin",
+    ]));
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("goes last"), "{err}");
+    assert_eq!(err.matches("127.0.0.1").count(), 1, "{err}");
+    assert!(!err.contains("No such file"), "{err}");
+}

@@ -23,6 +23,7 @@ pub mod hystart_mib;
 pub mod identity;
 pub mod intervals;
 pub mod iperf_extra;
+pub mod iperf_streams;
 pub mod names;
 pub mod protocol;
 pub mod qlog;

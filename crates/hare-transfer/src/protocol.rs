@@ -207,6 +207,10 @@ pub enum ToSender {
         end_s: f64,
         /// Payload bytes received in the interval.
         bytes: u64,
+        /// The same bytes by bulk stream (stream number order; empty for file jobs and from
+        /// older receivers). They add up to `bytes`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        streams: Vec<u64>,
     },
     /// The verdict on one file.
     FileResult {
@@ -225,6 +229,10 @@ pub enum ToSender {
         seconds: f64,
         /// CPU use of the receiving process over the job, percent of one core.
         cpu_pct: Option<f64>,
+        /// Payload bytes received by bulk stream (stream number order; empty for file jobs).
+        /// They add up to `bytes`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        streams: Vec<u64>,
     },
 }
 

@@ -11,7 +11,9 @@ use hare_report::{
 };
 use indicatif::MultiProgress;
 
+use crate::intervals::Line;
 use crate::iperf_extra::IperfContext;
+use crate::iperf_streams::PerStream;
 
 use crate::error::{Result, TransferError};
 
@@ -103,6 +105,7 @@ pub struct RunLog {
     json: Option<JsonTarget>,
     iperf: IperfContext,
     started: SystemTime,
+    per_stream: PerStream,
 }
 
 impl RunLog {
@@ -126,6 +129,7 @@ impl RunLog {
             json: out.json.clone(),
             iperf: IperfContext::default(),
             started: SystemTime::now(),
+            per_stream: PerStream::default(),
         };
         let rec = Record::Header(log.run.header.clone());
         log.stream(&rec);
@@ -155,15 +159,36 @@ impl RunLog {
         }
     }
 
-    /// Record and print an interval.
+    /// Record and print an interval not counted by stream.
     pub fn interval(&mut self, iv: Interval) {
-        let line = match self.run.header.role {
+        self.line(Line::whole(iv));
+    }
+
+    /// Record and print an interval; with several streams, one line per stream first and
+    /// the whole job's line marked `[SUM]`, as iperf3 prints them.
+    pub fn line(&mut self, line: Line) {
+        let iv = line.interval;
+        let text = match self.run.header.role {
             Role::Sender => nuttcp::interval_line(&iv),
             Role::Receiver => receiver_line(&iv),
         };
-        self.printer.line(&line);
+        if line.streams.len() > 1 {
+            for (i, b) in line.streams.iter().enumerate() {
+                self.printer.line(&stream_line(i, *b, iv.seconds()));
+            }
+            self.printer.line(&format!("[SUM]{text}"));
+        } else {
+            self.printer.line(&text);
+        }
         self.stream(&Record::Interval(iv.clone()));
         self.run.intervals.push(iv);
+        self.per_stream.intervals.push(line.streams);
+    }
+
+    /// The job's final payload bytes by stream (bulk jobs), for the summary's per-stream
+    /// lines and the JSON's `end.streams`.
+    pub fn stream_totals(&mut self, totals: Vec<u64>) {
+        self.per_stream.totals = totals;
     }
 
     /// Record an event, printing the ones a reader of the text wants to see.
@@ -182,11 +207,20 @@ impl RunLog {
 
     /// Record and print the summary, write the JSON document, and return the run.
     pub fn finish(mut self, summary: Summary) -> Result<Run> {
-        self.printer.line(&nuttcp::summary_line(&summary));
+        let text = nuttcp::summary_line(&summary);
+        if self.per_stream.totals.len() > 1 {
+            for (i, b) in self.per_stream.totals.iter().enumerate() {
+                self.printer.line(&stream_line(i, *b, summary.seconds));
+            }
+            self.printer.line(&format!("[SUM]{text}"));
+        } else {
+            self.printer.line(&text);
+        }
         self.stream(&Record::Summary(summary.clone()));
         self.run.summary = Some(summary);
         let mut doc = hare_report::iperf::to_iperf_json(&self.run);
         crate::iperf_extra::extend(&mut doc, &self.run, &self.iperf, self.started);
+        crate::iperf_streams::extend(&mut doc, &self.run, &self.per_stream);
         match &self.json {
             // The sender's run is one document; a receiver serves many jobs, so it writes one
             // compact document per line (JSON lines), never documents back to back.
@@ -218,6 +252,12 @@ impl RunLog {
         }
         Ok(self.run)
     }
+}
+
+/// One stream's share of an interval or of the summary: `[  1]` (stream numbers from 1) and
+/// the nuttcp rate part.
+pub fn stream_line(index: usize, bytes: u64, seconds: f64) -> String {
+    format!("[{:3}]{}", index + 1, nuttcp::rate_part(bytes, seconds))
 }
 
 /// The receiver's interval line: the nuttcp part and its own RTT estimate.

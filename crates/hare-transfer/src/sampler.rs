@@ -36,6 +36,9 @@ pub struct Sample {
     /// SACK (over all data connections); `None` for QUIC, whose sender prints the receiver's
     /// own interval counts instead (quinn does not expose acknowledged stream offsets).
     pub delivered: Option<u64>,
+    /// Kernel TCP: the same by data connection, in stream number order (bulk jobs; empty
+    /// otherwise).
+    pub delivered_streams: Vec<u64>,
 }
 
 impl Sample {
@@ -153,6 +156,7 @@ impl QuicSampler {
             phase,
             flow_limited: blocked(&st) > blocked(&self.last),
             delivered: None,
+            delivered_streams: Vec::new(),
         };
         let raw = if self.hare {
             self.observer

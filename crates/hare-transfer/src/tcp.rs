@@ -39,16 +39,20 @@ pub struct TcpInfo {
     pub sacked: u32,
     /// `tcpi_notsent_bytes`: bytes written by the application and not yet sent.
     pub notsent_bytes: u32,
+    /// `tcpi_state` says this side's FIN was acknowledged (FIN_WAIT2, TIME_WAIT, or CLOSE
+    /// after LAST_ACK; `include/net/tcp_states.h`): `bytes_acked` then counts it.
+    pub fin_acked: bool,
 }
 
 impl TcpInfo {
     /// Payload bytes the receiver holds, as the sender knows from its ACKs: `bytes_acked`
     /// (which also counts the SYN, and a FIN once acknowledged) plus the SACKed segments at
-    /// one MSS each (bulk segments are full-sized), less the SYN and the `header` bytes that
-    /// opened the channel.
+    /// one MSS each (bulk segments are full-sized), less the SYN, an acknowledged FIN and the
+    /// `header` bytes that opened the channel.
     pub fn delivered_payload(&self, header: u64) -> u64 {
         let sacked = u64::from(self.sacked) * u64::from(self.snd_mss);
-        (self.bytes_acked + sacked).saturating_sub(1 + header)
+        let control = 1 + u64::from(self.fin_acked);
+        (self.bytes_acked + sacked).saturating_sub(control + header)
     }
 }
 
@@ -106,6 +110,8 @@ pub fn tcp_info(sock: &impl AsRawFd) -> std::io::Result<TcpInfo> {
         segs_out: info.tcpi_segs_out,
         sacked: info.tcpi_sacked,
         notsent_bytes: info.tcpi_notsent_bytes,
+        // TCP_FIN_WAIT2 = 5, TCP_TIME_WAIT = 6, TCP_CLOSE = 7.
+        fin_acked: matches!(info.tcpi_state, 5..=7),
     })
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -331,19 +331,22 @@ async fn finish(
     cpu: CpuClock,
 ) -> Result<()> {
     let end_s = t0.elapsed().as_secs_f64();
-    let total = job.bytes.load(Ordering::Relaxed);
+    let streams = job.stream_counts();
+    let total = job.received(&streams);
     let cpu_pct = cpu.percent();
     if abort.is_none() {
         out.send(&ToSender::Done {
             bytes: total,
             seconds: end_s,
             cpu_pct,
+            streams: streams.clone(),
         })
         .await?;
     }
-    if let Some(iv) = job.arrivals.finish(end_s, total) {
-        log.interval(iv);
+    if let Some(line) = job.arrivals.finish(end_s, total, &streams) {
+        log.line(line);
     }
+    log.stream_totals(streams);
     if let Some(e) = &abort {
         log.event(Event {
             t_s: end_s,
@@ -405,15 +408,16 @@ fn digest_channels(
     (tx, rx)
 }
 
+/// `counters`: the job's payload count and this stream's.
 fn spawn_bulk(
     input: DataIn,
     fin: mpsc::Sender<Finished>,
-    bytes: Arc<AtomicU64>,
+    counters: (Arc<AtomicU64>, Arc<AtomicU64>),
     limit: Option<u64>,
     time_up: Option<Instant>,
 ) {
     tokio::spawn(async move {
-        let r = bulk_stream(input, bytes, limit, time_up).await;
+        let r = bulk_stream(input, counters, limit, time_up).await;
         let _ = fin.send(Finished::Bulk(r)).await;
     });
 }

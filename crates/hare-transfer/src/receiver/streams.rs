@@ -15,9 +15,10 @@ use crate::recvfile::{EarlyLimits, FileSink, Planned};
 
 use super::{COALESCE, DIGEST_TIMEOUT, HEADER_TIMEOUT};
 
+/// Count one bulk stream's payload into the job's count and the stream's own (`counters`).
 pub(super) async fn bulk_stream(
     mut input: DataIn,
-    bytes: Arc<AtomicU64>,
+    (bytes, stream): (Arc<AtomicU64>, Arc<AtomicU64>),
     limit: Option<u64>,
     time_up: Option<Instant>,
 ) -> Result<()> {
@@ -32,6 +33,7 @@ pub(super) async fn bulk_stream(
             Err(_) if time_up.is_some_and(|t| Instant::now() >= t) => break,
             Err(e) => return Err(e),
         };
+        stream.fetch_add(b.len() as u64, Ordering::Relaxed);
         let total = bytes.fetch_add(b.len() as u64, Ordering::Relaxed) + b.len() as u64;
         if limit.is_some_and(|l| total > l) {
             return Err(TransferError::Protocol(

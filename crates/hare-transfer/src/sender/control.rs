@@ -8,6 +8,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::channels::{ControlRead, ControlWrite};
+use crate::intervals::Remote;
 use crate::protocol::{read_frame, write_frame, ToReceiver, ToSender};
 
 /// A file's verdict: verified and renamed, or why not.
@@ -15,8 +16,8 @@ pub(super) type Verdict = (bool, Option<String>);
 
 /// Messages from the control reader to the run loop.
 pub(super) enum Ctl {
-    /// The receiver's interval: index, start, end (its seconds), bytes.
-    Interval(u64, f64, f64, u64),
+    /// The receiver's interval: its index, and its times (receiver seconds) and bytes.
+    Interval(u64, Remote),
     /// The receiver's final word.
     Done(Done),
     /// The channel ended or broke, with the reason.
@@ -24,7 +25,7 @@ pub(super) enum Ctl {
 }
 
 /// The receiver's `done`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct Done {
     /// Payload bytes it received.
     pub(super) bytes: u64,
@@ -32,6 +33,8 @@ pub(super) struct Done {
     pub(super) seconds: f64,
     /// Its CPU use, percent of one core.
     pub(super) cpu_pct: Option<f64>,
+    /// Its payload bytes by bulk stream (empty for files).
+    pub(super) streams: Vec<u64>,
 }
 
 /// The `type` tag of a message, for error text (never its debug form).
@@ -87,7 +90,16 @@ pub(super) fn spawn_reader(
                     start_s,
                     end_s,
                     bytes,
-                } => Ctl::Interval(index, start_s, end_s, bytes),
+                    streams,
+                } => Ctl::Interval(
+                    index,
+                    Remote {
+                        start_s,
+                        end_s,
+                        bytes,
+                        streams,
+                    },
+                ),
                 // Only answers to requests this sender no longer makes.
                 ToSender::Progress { .. } => continue,
                 ToSender::FileResult { index, ok, reason } => {
@@ -100,10 +112,12 @@ pub(super) fn spawn_reader(
                     bytes,
                     seconds,
                     cpu_pct,
+                    streams,
                 } => Ctl::Done(Done {
                     bytes,
                     seconds,
                     cpu_pct,
+                    streams,
                 }),
                 other => Ctl::Closed(format!(
                     "unexpected `{}` message from the receiver",

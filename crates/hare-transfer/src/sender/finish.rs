@@ -8,6 +8,7 @@ use quinn::VarInt;
 
 use crate::cpu::CpuClock;
 use crate::error::Result;
+use crate::intervals::Remote;
 use crate::protocol::{close, Job};
 use crate::sendfiles::Source;
 
@@ -34,14 +35,24 @@ pub(super) fn summarise(
     }
     let sample = rec.sample();
     let end_s = t0.elapsed().as_secs_f64();
-    let total = st.done.map(|d| d.bytes).unwrap_or(st.lines.printed());
+    let total = st
+        .done
+        .as_ref()
+        .map(|d| d.bytes)
+        .unwrap_or(st.lines.printed());
     // Ticks without a receiver interval (the job ended first) fold into the last lines, so
     // that the intervals' bytes and losses add up to the summary's.
-    for iv in st
-        .lines
-        .finish(sample, total, st.done.map(|d| d.seconds), end_s)
-    {
-        rec.log.interval(iv);
+    let end = st.done.as_ref().map(|d| Remote {
+        start_s: 0.0,
+        end_s: d.seconds,
+        bytes: d.bytes,
+        streams: d.streams.clone(),
+    });
+    for line in st.lines.finish(sample, end, end_s) {
+        rec.log.line(line);
+    }
+    if let Some(d) = &st.done {
+        rec.log.stream_totals(d.streams.clone());
     }
     // Only a run that reached its time discarded anything on purpose; a failed one says why.
     if let (
@@ -87,7 +98,7 @@ pub(super) fn summarise(
         srtt_ms: Some(srtt),
         min_rtt_ms: Some(min_rtt),
         cpu_sender_pct: cpu.percent(),
-        cpu_receiver_pct: st.done.and_then(|d| d.cpu_pct),
+        cpu_receiver_pct: st.done.as_ref().and_then(|d| d.cpu_pct),
         slow_start_exit: rec.first_exit,
         max_cwnd_segments: Some(max_cwnd),
         valid: true,
@@ -145,7 +156,7 @@ pub(super) fn close_connection(opener: &Opener, interrupted_files: bool) {
             c.close(VarInt::from_u32(code), b"");
         }
         Opener::Tcp { sockets, .. } => {
-            for s in lock(sockets).iter() {
+            for (_, s) in lock(sockets).iter() {
                 let _ = socket2::SockRef::from(&*s.stream).shutdown(std::net::Shutdown::Both);
             }
         }

@@ -3,11 +3,12 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
+
 use crate::channels::{DataOut, TcpDataSocket};
 use crate::error::{Result, TransferError};
-use crate::protocol::DataHeader;
+use crate::protocol::{DataHeader, DataKind};
 use crate::tcp::{self, TcpOptions};
-use bytes::Bytes;
 
 /// Opens data channels of the job.
 #[derive(Clone)]
@@ -17,9 +18,13 @@ pub(super) enum Opener {
         addr: SocketAddr,
         opts: TcpOptions,
         session: [u8; 12],
-        sockets: Arc<Mutex<Vec<TcpDataSocket>>>,
+        sockets: DataSockets,
     },
 }
+
+/// The data connections of a kernel-TCP job in opening order, each with its bulk stream
+/// number (`None` for a file's connection), for `TCP_INFO` by stream.
+pub(super) type DataSockets = Arc<Mutex<Vec<(Option<u32>, TcpDataSocket)>>>;
 
 impl Opener {
     pub(super) async fn open(&self, mut h: DataHeader) -> Result<DataOut> {
@@ -42,7 +47,8 @@ impl Opener {
             } => {
                 h.session = *session;
                 let s = TcpDataSocket::new(tcp::connect(*addr, opts).await?);
-                lock(sockets).push(s.clone());
+                let bulk = (h.kind == DataKind::Bulk).then_some(h.index);
+                lock(sockets).push((bulk, s.clone()));
                 let mut out = DataOut::Tcp(s);
                 out.write(Bytes::copy_from_slice(&h.encode())).await?;
                 Ok(out)

@@ -1,14 +1,12 @@
 //! Sampling the sender's congestion state: quinn statistics and hare-cc snapshots (QUIC),
 //! or `TCP_INFO` (kernel TCP).
 
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use hare_cc::Observer;
 use hare_report::{CcEvent, Event, EventKind, ExitReason};
 
-use super::opener::{lock, Opener};
-use crate::channels::TcpDataSocket;
+use super::opener::{lock, DataSockets, Opener};
 use crate::hystart_mib::{cubic_beta, HystartMib};
 use crate::protocol::DataHeader;
 use crate::sampler::{QuicSampler, Sample};
@@ -76,7 +74,7 @@ fn tcp_exit(
 pub(super) enum Probe {
     Quic(Box<QuicSampler>),
     Tcp {
-        sockets: Arc<Mutex<Vec<TcpDataSocket>>>,
+        sockets: DataSockets,
         /// The last good `TCP_INFO` of each data connection, in opening order.
         infos: Vec<tcp::TcpInfo>,
         /// The namespace's HyStart counters when the run started (see `hystart_mib`).
@@ -143,7 +141,9 @@ impl Probe {
                 // The last good TCP_INFO of each data connection: an aborted one (a timed
                 // job's end, `tcp_disconnect()`) gives the reading taken just before its RST,
                 // and its counts must not go backwards.
-                for (i, s) in lock(sockets).iter().enumerate() {
+                let mut bulk = Vec::new();
+                for (i, (index, s)) in lock(sockets).iter().enumerate() {
+                    bulk.push(*index);
                     if let Ok(info) = s.info() {
                         if infos.len() <= i {
                             infos.resize(i + 1, tcp::TcpInfo::default());
@@ -159,6 +159,7 @@ impl Probe {
                     .iter()
                     .map(|i| i.delivered_payload(DataHeader::LEN as u64))
                     .sum();
+                let delivered_streams = by_stream(&bulk, infos);
                 let first = infos.first().copied().unwrap_or_default();
                 let mss = u64::from(first.snd_mss.max(1));
                 *srtt_ms = f64::from(first.rtt_us) / 1e3;
@@ -176,6 +177,7 @@ impl Probe {
                     phase: None,
                     flow_limited: false,
                     delivered: Some(delivered),
+                    delivered_streams,
                 };
                 *last_retrans = retrans;
                 *last_segs = segs;
@@ -183,7 +185,7 @@ impl Probe {
                 if !*exit_seen && first.ssthresh.is_some() {
                     let cc = lock(sockets)
                         .first()
-                        .and_then(|s| tcp::congestion_control(&s.stream));
+                        .and_then(|(_, s)| tcp::congestion_control(&s.stream));
                     let mibs = mib0.zip(HystartMib::read());
                     let beta = cubic_beta();
                     if let Some(kind) = tcp_exit(&first, retrans, mibs, cc.as_deref(), beta) {
@@ -222,6 +224,24 @@ impl Probe {
             } => (Some(*last_segs), *last_retrans, *srtt_ms, *min_rtt_ms),
         }
     }
+}
+
+/// Acknowledged payload by bulk stream number (connections of files count nowhere; a stream
+/// whose connection is not open yet counts 0).
+fn by_stream(bulk: &[Option<u32>], infos: &[tcp::TcpInfo]) -> Vec<u64> {
+    let n = bulk
+        .iter()
+        .flatten()
+        .map(|i| *i as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let mut out = vec![0u64; n];
+    for (index, info) in bulk.iter().zip(infos) {
+        if let Some(i) = index {
+            out[*i as usize] += info.delivered_payload(DataHeader::LEN as u64);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

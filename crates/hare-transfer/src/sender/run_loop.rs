@@ -142,8 +142,8 @@ fn on_tick(rec: &mut Recorder, st: &mut State, cx: &Context<'_>) {
     let now_s = cx.t0.elapsed().as_secs_f64();
     let sample = rec.sample();
     st.ticks += 1;
-    for iv in st.lines.tick(st.ticks, now_s, sample) {
-        rec.log.interval(iv);
+    for line in st.lines.tick(st.ticks, now_s, sample) {
+        rec.log.line(line);
     }
     if let Opener::Quic(c) = cx.opener {
         let heard = c.stats().udp_rx.datagrams;
@@ -164,9 +164,9 @@ fn on_control(
     deadline: &mut std::pin::Pin<Box<tokio::time::Sleep>>,
 ) -> Flow {
     match m {
-        Some(Ctl::Interval(index, start_s, end_s, bytes)) => {
-            for iv in st.lines.received(index, start_s, end_s, bytes) {
-                rec.log.interval(iv);
+        Some(Ctl::Interval(index, remote)) => {
+            for line in st.lines.received(index, remote) {
+                rec.log.line(line);
             }
             Flow::Go
         }

@@ -24,6 +24,8 @@ use crate::report::RunLog;
 /// State of an accepted job.
 pub(super) struct Running {
     pub(super) bytes: Arc<AtomicU64>,
+    /// Bulk jobs: payload received by stream number (`-P` lines and `[SUM]`).
+    by_stream: Vec<Arc<AtomicU64>>,
     pub(super) expected: usize,
     pub(super) failures: usize,
     /// The job's report intervals: payload that arrived in each, on this side's clock.
@@ -61,15 +63,24 @@ impl Running {
         t0: Instant,
         interval: Duration,
     ) -> Self {
-        let (planned, files_job, bulk_limit, deadline) = match accepted {
-            Accepted::Files { planned, .. } => (planned, true, None, None),
-            Accepted::Bulk { bytes, seconds, .. } => {
-                (HashMap::new(), false, bytes, bulk_deadline(t0, seconds))
-            }
+        let (planned, files_job, bulk_limit, deadline, streams) = match accepted {
+            Accepted::Files { planned, .. } => (planned, true, None, None, 0),
+            Accepted::Bulk {
+                bytes,
+                seconds,
+                streams,
+            } => (
+                HashMap::new(),
+                false,
+                bytes,
+                bulk_deadline(t0, seconds),
+                usize::from(streams),
+            ),
         };
         let (digests, digest_rx) = digest_channels(&planned);
         Self {
             bytes: Arc::new(AtomicU64::new(0)),
+            by_stream: (0..streams).map(|_| Arc::default()).collect(),
             expected,
             failures: 0,
             arrivals: ArrivalIntervals::new(t0),
@@ -127,19 +138,38 @@ impl Running {
         None
     }
 
+    /// Payload received by bulk stream so far (empty for a file job).
+    pub(super) fn stream_counts(&self) -> Vec<u64> {
+        self.by_stream
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// Payload received so far: over the streams' own counts for a bulk job, so that an
+    /// interval's streams add up to it exactly.
+    pub(super) fn received(&self, streams: &[u64]) -> u64 {
+        if streams.is_empty() {
+            self.bytes.load(Ordering::Relaxed)
+        } else {
+            streams.iter().sum()
+        }
+    }
+
     async fn tick(&mut self, out: &mut Out, log: &mut RunLog) -> Step {
         settle().await;
-        let b = self.bytes.load(Ordering::Relaxed);
+        let streams = self.stream_counts();
+        let b = self.received(&streams);
         let srtt = self
             .srtt
             .as_ref()
             .map(|c| c.stats().path.rtt.as_secs_f64() * 1e3);
-        let iv = self.arrivals.close(b, srtt);
+        let iv = self.arrivals.close(b, &streams, srtt);
         // The sender prints this interval's bytes as its own (keyed by the index).
         if let Err(e) = out.send(&iv.message()).await {
             return Step::Stop(Some(e));
         }
-        log.interval(iv.interval);
+        log.line(iv.line());
         if b != self.last_bytes {
             self.last_progress = Instant::now();
         }
@@ -213,7 +243,15 @@ impl Running {
         if !self.files_job {
             // The announced duration on this side's clock: a reset after it is a normal end.
             let time_up = self.deadline.map(|d| d - DURATION_GRACE);
-            spawn_bulk(input, fin.clone(), counter, self.bulk_limit, time_up);
+            let Some(stream) = self.by_stream.get(h.index as usize).cloned() else {
+                return Step::Stop(Some(TransferError::Protocol(format!(
+                    "bulk stream number {} of a job of {} stream(s)",
+                    h.index,
+                    self.by_stream.len()
+                ))));
+            };
+            let counters = (counter, stream);
+            spawn_bulk(input, fin.clone(), counters, self.bulk_limit, time_up);
             return Step::Go;
         }
         let (Some(p), Some(rx)) = (
