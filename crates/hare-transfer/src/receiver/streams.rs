@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::channels::{read_quic_header, DataIn};
 use crate::error::{Result, TransferError};
 use crate::protocol::{close, DataHeader};
-use crate::recvfile::{EarlyLimits, FileSink, Planned};
+use crate::recvfile::{EarlyLimits, FileSink, Planned, Verified};
 
 use super::{COALESCE, DIGEST_TIMEOUT, HEADER_TIMEOUT};
 
@@ -74,12 +74,13 @@ pub(super) async fn file_stream(
     digest: oneshot::Receiver<Result<String, String>>,
     bytes: Arc<AtomicU64>,
     limits: EarlyLimits,
-) -> Result<(), String> {
+) -> Result<Verified, String> {
     let name = planned.entry.name.clone();
+    let expect = planned.remaining().min(COALESCE as u64) as usize;
     let mut sink = FileSink::open(dir, planned, h.offset, limits).map_err(|e| e.to_string())?;
     // QUIC hands out about one packet per chunk: gather contiguous chunks so that the file
     // sees few large writes instead of one small write per packet.
-    let mut pend: Vec<u8> = Vec::with_capacity(COALESCE);
+    let mut pend: Vec<u8> = Vec::with_capacity(expect);
     let mut pend_at = 0u64;
     loop {
         let next = input.next().await;
@@ -121,7 +122,7 @@ pub(super) async fn file_stream(
         ));
     }
     match tokio::time::timeout(DIGEST_TIMEOUT, digest).await {
-        Ok(Ok(Ok(hex))) => sink.finish(&hex).map_err(|e| e.to_string()),
+        Ok(Ok(Ok(hex))) => sink.verify(&hex).map_err(|e| e.to_string()),
         Ok(Ok(Err(reason))) => {
             sink.discard();
             Err(format!("{name}: {reason}"))
