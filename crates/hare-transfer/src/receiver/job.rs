@@ -20,7 +20,7 @@ use crate::protocol::{
     read_frame, write_frame, DataHeader, DataKind, FilePlan, ToReceiver, ToSender, MAX_STREAMS,
     PROTOCOL_VERSION,
 };
-use crate::recvfile::{EarlyLimits, FinalNames, Planned, Verified};
+use crate::recvfile::{EarlyLimits, Failure, FinalNames, Planned, Verified};
 use crate::report::{Printer, RunLog};
 
 use super::accept::{check_credentials, plan_job, Accepted};
@@ -74,7 +74,7 @@ impl Out {
 enum Finished {
     Bulk(Result<()>),
     /// A file stream ended: verified (to be made durable and published), or why not.
-    File(u32, Result<Verified, String>),
+    File(u32, Result<Verified, Failure>),
 }
 
 /// Messages the control reader forwards.

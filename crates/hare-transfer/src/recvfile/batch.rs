@@ -13,7 +13,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{os_reason, Verified};
+use super::{os_reason, Failure, Verified};
+use crate::protocol::FailCode;
 
 /// Most files waiting in one batch (each holds no descriptor while it waits).
 pub const BATCH_FILES: usize = 4096;
@@ -30,7 +31,7 @@ pub struct Batch {
 }
 
 /// What a flush decided for each file: `Err` holds the reason for the sender.
-pub type Published = Vec<(u32, Result<(), String>)>;
+pub type Published = Vec<(u32, Result<(), Failure>)>;
 
 impl Batch {
     /// A batch for files under `dir` (opened once, for `syncfs`).
@@ -79,10 +80,11 @@ impl Batch {
         }
         if let Err(e) = syncfs(&self.dir) {
             let why = format!("cannot make it durable (syncfs): {}", os_reason(&e));
+            let code = FailCode::of_io(&e);
             return items
                 .into_iter()
                 .map(|(i, v)| {
-                    let r = Err(format!("{}: {why}", v.name()));
+                    let r = Err(Failure::new(code, format!("{}: {why}", v.name())));
                     v.discard();
                     (i, r)
                 })
@@ -90,13 +92,13 @@ impl Batch {
         }
         let mut out: Published = items
             .into_iter()
-            .map(|(i, v)| (i, v.publish().map_err(|e| e.to_string())))
+            .map(|(i, v)| (i, v.publish().map_err(Failure::from)))
             .collect();
         if let Err(e) = syncfs(&self.dir) {
             // The data is durable but its name may not be: not reported done.
             let why = format!("its name may not be durable (syncfs): {}", os_reason(&e));
             for (_, r) in out.iter_mut().filter(|(_, r)| r.is_ok()) {
-                *r = Err(why.clone());
+                *r = Err(Failure::new(FailCode::of_io(&e), why.clone()));
             }
         }
         out

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Result, TransferError};
 use crate::names;
-use crate::protocol::{FileEntry, FilePlan};
+use crate::protocol::{FailCode, FileEntry, FilePlan};
 
 mod batch;
 mod claims;
@@ -185,6 +185,12 @@ impl FileSink {
         let ferr = |reason: String| TransferError::File {
             name: name.clone(),
             reason,
+            code: FailCode::Other,
+        };
+        let ioerr = |what: &str, e: std::io::Error| TransferError::File {
+            name: name.clone(),
+            reason: format!("{what}: {}", os_reason(&e)),
+            code: FailCode::of_io(&e),
         };
         let (hasher, start) = match planned.prefix {
             Some(h) if offset == planned.have && offset > 0 => (h, offset),
@@ -202,11 +208,11 @@ impl FileSink {
                 // A taken-over partial: only its verified prefix stays.
                 p.file()
                     .set_len(start)
-                    .map_err(|e| ferr(format!("cannot truncate: {}", os_reason(&e))))?;
+                    .map_err(|e| ioerr("cannot truncate", e))?;
                 p
             }
             None => PartFile::create(&planned.final_path)
-                .map_err(|e| ferr(format!("cannot create a temporary file: {}", os_reason(&e))))?,
+                .map_err(|e| ioerr("cannot create a temporary file", e))?,
         };
         part.set_keep(start);
         Ok(Self {
@@ -226,10 +232,19 @@ impl FileSink {
     }
 
     fn err(&self, reason: String) -> TransferError {
+        self.err_code(FailCode::Other, reason)
+    }
+
+    fn err_code(&self, code: FailCode, reason: String) -> TransferError {
         TransferError::File {
             name: self.name.clone(),
             reason,
+            code,
         }
+    }
+
+    fn io_err(&self, what: &str, e: &std::io::Error) -> TransferError {
+        self.err_code(FailCode::of_io(e), format!("{what}: {}", os_reason(e)))
     }
 
     /// The file's name in the job.
@@ -268,7 +283,7 @@ impl FileSink {
             return Ok(());
         }
         self.write_sparse(offset, data)
-            .map_err(|e| self.err(format!("write failed: {}", os_reason(&e))))?;
+            .map_err(|e| self.io_err("write failed", &e))?;
         self.received += data.len() as u64;
         if offset <= self.hashed {
             let skip = (self.hashed - offset) as usize;
@@ -341,7 +356,7 @@ impl FileSink {
                 self.part
                     .file()
                     .read_exact_at(&mut buf[..n], pos)
-                    .map_err(|err| self.err(format!("read-back failed: {}", os_reason(&err))))?;
+                    .map_err(|err| self.io_err("read-back failed", &err))?;
                 self.hasher.update(&buf[..n]);
                 pos += n as u64;
             }
@@ -354,7 +369,7 @@ impl FileSink {
     /// name (one file on its own; a job publishes through a [`Batch`] instead).
     pub fn finish(self, expected_hex: &str) -> Result<()> {
         if let Err(e) = self.part.file().sync_all() {
-            return Err(self.err(format!("cannot sync: {}", os_reason(&e))));
+            return Err(self.io_err("cannot sync", &e));
         }
         self.verify(expected_hex)?.publish()
     }
@@ -371,21 +386,24 @@ impl FileSink {
         }
         let got = self.hasher.finalize().to_hex().to_string();
         if !got.eq_ignore_ascii_case(expected_hex) {
-            let e = self.err(format!(
-                "BLAKE3 mismatch: sender {expected_hex}, received {got}; partial file removed"
-            ));
+            let e = self.err_code(
+                FailCode::DigestMismatch,
+                format!(
+                    "BLAKE3 mismatch: sender {expected_hex}, received {got}; partial file removed"
+                ),
+            );
             self.part.discard();
             return Err(e);
         }
         // The length is the sink's to keep (a trailing hole extends it); a mismatch here is
         // a bug, not a sender's doing, but never publish a file of the wrong size.
         if let Err(e) = self.set_final_len() {
-            let e = self.err(format!("cannot set its length: {}", os_reason(&e)));
+            let e = self.io_err("cannot set its length", &e);
             self.part.discard();
             return Err(e);
         }
         if let Err(e) = meta::apply(self.part.file(), &self.meta) {
-            let e = self.err(format!("cannot set its metadata: {}", os_reason(&e)));
+            let e = self.io_err("cannot set its metadata", &e);
             self.part.discard();
             return Err(e);
         }
@@ -410,6 +428,36 @@ impl FileSink {
     }
 }
 
+/// Why a file failed on the receiver: the text for the sender and its kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The kind, carried in the verdict.
+    pub code: FailCode,
+    /// The reason, for the sender's user.
+    pub text: String,
+}
+
+impl Failure {
+    /// A failure of kind `code`.
+    pub fn new(code: FailCode, text: impl Into<String>) -> Self {
+        Self {
+            code,
+            text: text.into(),
+        }
+    }
+}
+
+impl From<TransferError> for Failure {
+    fn from(e: TransferError) -> Self {
+        let code = match &e {
+            TransferError::File { code, .. } => *code,
+            TransferError::Io { cause, .. } => FailCode::of_io(cause),
+            _ => FailCode::Other,
+        };
+        Self::new(code, e.to_string())
+    }
+}
+
 /// A file whose data matched the sender's digest, waiting under its temporary name to be
 /// made durable and published. Dropped, it keeps its data for `--resume`.
 #[derive(Debug)]
@@ -431,15 +479,19 @@ impl Verified {
     /// before (the data) and after (the names).
     pub fn publish(self) -> Result<()> {
         let name = self.name.clone();
-        let ferr = |reason: String| TransferError::File { name, reason };
+        let ferr = |reason: String, code| TransferError::File { name, reason, code };
         match self.part.publish(&self.final_path, self.force) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(ferr(
                 "appeared under the final name during the transfer; not overwritten \
                  (the sender may overwrite it with --force)"
                     .into(),
+                FailCode::Exists,
             )),
-            Err(e) => Err(ferr(format!("cannot store the file: {}", os_reason(&e)))),
+            Err(e) => Err(ferr(
+                format!("cannot store the file: {}", os_reason(&e)),
+                FailCode::of_io(&e),
+            )),
         }
     }
 

@@ -8,7 +8,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::channels::{ControlRead, ControlWrite};
-use crate::protocol::{read_frame, write_frame, ToReceiver, ToSender};
+use crate::protocol::{read_frame, write_frame, FailCode, ToReceiver, ToSender};
 
 /// A file's verdict: verified and renamed, or why not.
 pub(super) type Verdict = (bool, Option<String>);
@@ -90,9 +90,14 @@ pub(super) fn spawn_reader(
                 } => Ctl::Interval(index, start_s, end_s, bytes),
                 // Only answers to requests this sender no longer makes.
                 ToSender::Progress { .. } => continue,
-                ToSender::FileResult { index, ok, reason } => {
+                ToSender::FileResult {
+                    index,
+                    ok,
+                    reason,
+                    code,
+                } => {
                     if let Some(tx) = verdicts.remove(&index) {
-                        let _ = tx.send((ok, reason));
+                        let _ = tx.send((ok, in_words(reason, code)));
                     }
                     continue;
                 }
@@ -115,6 +120,16 @@ pub(super) fn spawn_reader(
             }
         }
     });
+}
+
+/// The receiver's reason, led by the kind of failure in words when it sent one (`disk full
+/// on the receiver: ...`).
+fn in_words(reason: Option<String>, code: Option<FailCode>) -> Option<String> {
+    match (code, reason) {
+        (Some(FailCode::Other) | None, r) => r,
+        (Some(c), Some(r)) => Some(format!("{}: {r}", c.words())),
+        (Some(c), None) => Some(c.words().to_owned()),
+    }
 }
 
 /// The only writer of the control channel after the hello; when every sender of `from` is

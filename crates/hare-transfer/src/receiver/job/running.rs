@@ -16,9 +16,10 @@ use super::{
 use crate::channels::DataIn;
 use crate::error::TransferError;
 use crate::intervals::{settle, ArrivalIntervals};
+use crate::protocol::FailCode;
 use crate::protocol::{DataHeader, ToReceiver, ToSender};
 use crate::receiver::DURATION_GRACE;
-use crate::recvfile::{Batch, EarlyLimits, Planned, Published, Verified};
+use crate::recvfile::{Batch, EarlyLimits, Failure, Planned, Published, Verified};
 use crate::report::RunLog;
 
 /// State of an accepted job.
@@ -145,7 +146,8 @@ impl Running {
                 Err(e) => {
                     let reason = format!("{}: cannot open the directory to sync it: {e}", v.name());
                     v.discard();
-                    return self.report(index, Some(reason), out, log).await;
+                    let f = Failure::new(FailCode::of_io(&e), reason);
+                    return self.report(index, Some(f), out, log).await;
                 }
             }
         }
@@ -310,10 +312,14 @@ impl Running {
     async fn report(
         &mut self,
         index: u32,
-        reason: Option<String>,
+        failure: Option<Failure>,
         out: &mut Out,
         log: &mut RunLog,
     ) -> Step {
+        let (reason, code) = match failure {
+            Some(f) => (Some(f.text), Some(f.code)),
+            None => (None, None),
+        };
         if let Some(r) = &reason {
             self.failures += 1;
             log.event(Event {
@@ -324,7 +330,13 @@ impl Running {
             });
         }
         let ok = reason.is_none();
-        match out.send(&ToSender::FileResult { index, ok, reason }).await {
+        let verdict = ToSender::FileResult {
+            index,
+            ok,
+            reason,
+            code,
+        };
+        match out.send(&verdict).await {
             Ok(()) => Step::Go,
             Err(e) => Step::Stop(Some(e)),
         }
