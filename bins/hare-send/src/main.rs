@@ -47,6 +47,8 @@ enum Command {
     Id(IdentityArgs),
     /// Loopback benchmark: hare-send vs plain quinn (same windows, MTU, quinn Cubic) vs --tcp.
     Bench(BenchArgs),
+    /// Loopback benchmark of many small files: hare vs `cp -r` + `sync` of the same tree.
+    BenchFiles(BenchFilesArgs),
     /// (benchmark internals) plain quinn receiver.
     #[command(hide = true)]
     BenchPlainRecv(PlainArgs),
@@ -201,6 +203,26 @@ struct BenchArgs {
     /// Interleaved hare / plain-quinn pairs per MTU (the median ratio is reported).
     #[arg(long, default_value_t = 5)]
     rounds: usize,
+}
+
+#[derive(Args, Debug)]
+struct BenchFilesArgs {
+    /// Files in the tree (100 to a directory).
+    #[arg(long, default_value_t = 5000)]
+    files: usize,
+    /// Bytes per file (k/m suffixes are powers of 2).
+    #[arg(long, default_value = "1k")]
+    size: String,
+    /// hare's files in flight (-P).
+    #[arg(short = 'P', default_value_t = 4)]
+    parallel: u16,
+    /// Interleaved hare / cp rounds (the medians are reported).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Where the tree and the copies go (default: the temporary directory); the copies land
+    /// on its file system, so this chooses the disk measured.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -533,10 +555,47 @@ fn run_bench(b: BenchArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn run_bench_files(b: BenchFilesArgs) -> Result<ExitCode> {
+    if !(1..=50).contains(&b.rounds) {
+        bail!("bench-files --rounds {}: must be 1 to 50", b.rounds);
+    }
+    let bytes = size(&b.size, "--size")?;
+    if bytes > 64 << 20 {
+        bail!("bench-files --size {}: at most 64m", b.size);
+    }
+    let base = b.dir.unwrap_or_else(std::env::temp_dir);
+    let scratch = base.join(format!("hare-bench-files-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
+    let opts = hare_transfer::bench_files::FilesBenchOptions {
+        files: b.files,
+        size: bytes as usize,
+        parallel: b.parallel,
+        rounds: b.rounds,
+        scratch: scratch.clone(),
+    };
+    println!(
+        "hare bench-files: {} files of {} B in {}, -P {}, load average before: {}",
+        opts.files,
+        opts.size,
+        base.display(),
+        opts.parallel,
+        hare_transfer::bench::load_average()
+    );
+    let res = hare_transfer::bench_files::run(&opts, |l| println!("  {l}"));
+    let _ = std::fs::remove_dir_all(&scratch);
+    println!("{}", res?);
+    println!(
+        "load average after: {}",
+        hare_transfer::bench::load_average()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.command {
         Some(Command::Bench(b)) => run_bench(b),
+        Some(Command::BenchFiles(b)) => run_bench_files(b),
         Some(Command::Id(a)) => run_id(a),
         Some(Command::BenchPlainRecv(p)) => runtime().and_then(|rt| {
             rt.block_on(hare_transfer::bench::plain_recv(

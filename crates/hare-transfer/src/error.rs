@@ -64,6 +64,8 @@ pub enum TransferError {
         name: String,
         /// Why.
         reason: String,
+        /// The kind of failure.
+        code: crate::protocol::FailCode,
     },
     /// Some files of a job failed; the details were reported per file.
     #[error("{failed} of {total} files failed")]

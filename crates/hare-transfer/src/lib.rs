@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod bench_files;
 pub mod cc;
 pub mod channels;
 pub mod cpu;

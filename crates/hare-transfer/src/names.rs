@@ -96,6 +96,7 @@ pub fn safe_create_parents(dir: &Path, name: &str) -> Result<()> {
     let parts = check_name(name).map_err(|reason| TransferError::File {
         name: name.to_owned(),
         reason,
+        code: crate::protocol::FailCode::NameRefused,
     })?;
     let mut p = dir.to_path_buf();
     for c in &parts[..parts.len().saturating_sub(1)] {
@@ -106,6 +107,7 @@ pub fn safe_create_parents(dir: &Path, name: &str) -> Result<()> {
                 return Err(TransferError::File {
                     name: name.to_owned(),
                     reason: format!("{} exists and is not a directory", p.display()),
+                    code: crate::protocol::FailCode::NameRefused,
                 })
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

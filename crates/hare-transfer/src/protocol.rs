@@ -220,6 +220,9 @@ pub enum ToSender {
         ok: bool,
         /// Why it failed.
         reason: Option<String>,
+        /// The kind of failure (absent from older receivers, and when it succeeded).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<FailCode>,
     },
     /// The whole job is finished (all streams ended, all files judged).
     Done {
@@ -234,6 +237,55 @@ pub enum ToSender {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         streams: Vec<u64>,
     },
+}
+
+/// Why a file failed on the receiver, carried to the sender beside the text so that it can
+/// say it in words and choose its exit status. A code this version does not know reads as
+/// [`FailCode::Other`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailCode {
+    /// No space or quota left (`ENOSPC`, `EDQUOT`, `EFBIG`).
+    DiskFull,
+    /// The receiver may not write there (`EACCES`, `EPERM`, `EROFS`).
+    Permission,
+    /// The name cannot be stored (refused by the receiver's name rules, or in the way).
+    NameRefused,
+    /// The file exists under its final name (no `--force`).
+    Exists,
+    /// The sender saw the file change while reading it.
+    Changed,
+    /// The data did not match the sender's digest.
+    DigestMismatch,
+    /// Anything else (a transport error, a misbehaving sender, an unexpected I/O error).
+    #[serde(other)]
+    Other,
+}
+
+impl FailCode {
+    /// The kind of an I/O error.
+    pub fn of_io(e: &std::io::Error) -> Self {
+        match e.raw_os_error() {
+            Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EFBIG) => Self::DiskFull,
+            Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => Self::Permission,
+            Some(libc::EEXIST) => Self::Exists,
+            Some(libc::ENAMETOOLONG) | Some(libc::EILSEQ) => Self::NameRefused,
+            _ => Self::Other,
+        }
+    }
+
+    /// The failure in a few words, for the sender's user.
+    pub fn words(self) -> &'static str {
+        match self {
+            Self::DiskFull => "disk full on the receiver",
+            Self::Permission => "permission denied on the receiver",
+            Self::NameRefused => "name refused by the receiver",
+            Self::Exists => "exists on the receiver",
+            Self::Changed => "changed while being sent",
+            Self::DigestMismatch => "corrupted in transit (digest mismatch)",
+            Self::Other => "failed",
+        }
+    }
 }
 
 /// Kinds of data channel.
@@ -431,6 +483,41 @@ mod tests {
         let mut r = &huge[..];
         let res: Result<Option<ToSender>> = read_frame(&mut r).await;
         assert!(matches!(res, Err(TransferError::Protocol(_))));
+    }
+
+    #[test]
+    fn failure_codes_travel_and_unknown_ones_read_as_other() {
+        let m = ToSender::FileResult {
+            index: 1,
+            ok: false,
+            reason: Some("x".into()),
+            code: Some(FailCode::DiskFull),
+        };
+        let text = serde_json::to_string(&m).unwrap_or_default();
+        assert_eq!(
+            text,
+            r#"{"type":"file-result","index":1,"ok":false,"reason":"x","code":"disk-full"}"#
+        );
+        let newer =
+            r#"{"type":"file-result","index":1,"ok":false,"reason":"x","code":"cosmic-ray"}"#;
+        let back: Option<ToSender> = serde_json::from_str(newer).ok();
+        assert!(matches!(
+            back,
+            Some(ToSender::FileResult {
+                code: Some(FailCode::Other),
+                ..
+            })
+        ));
+        let older = r#"{"type":"file-result","index":1,"ok":true,"reason":null}"#;
+        let back: Option<ToSender> = serde_json::from_str(older).ok();
+        assert!(matches!(
+            back,
+            Some(ToSender::FileResult { code: None, .. })
+        ));
+        let enospc = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        assert_eq!(FailCode::of_io(&enospc), FailCode::DiskFull);
+        let eacces = std::io::Error::from_raw_os_error(libc::EACCES);
+        assert_eq!(FailCode::of_io(&eacces), FailCode::Permission);
     }
 
     #[test]

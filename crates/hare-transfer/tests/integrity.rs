@@ -199,7 +199,9 @@ fn per_file_failures_reach_the_sender_with_the_receivers_reason() {
         let mut results = Vec::new();
         while let Some(m) = h.hear().await {
             match m {
-                ToSender::FileResult { index, ok, reason } => results.push((index, ok, reason)),
+                ToSender::FileResult {
+                    index, ok, reason, ..
+                } => results.push((index, ok, reason)),
                 ToSender::Done { .. } => break,
                 ToSender::Progress { .. } => {}
                 other => panic!("unexpected {other:?}"),

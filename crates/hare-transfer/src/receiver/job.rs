@@ -20,7 +20,7 @@ use crate::protocol::{
     read_frame, write_frame, DataHeader, DataKind, FilePlan, ToReceiver, ToSender, MAX_STREAMS,
     PROTOCOL_VERSION,
 };
-use crate::recvfile::{EarlyLimits, FinalNames, Planned};
+use crate::recvfile::{EarlyLimits, Failure, FinalNames, Planned, Verified};
 use crate::report::{Printer, RunLog};
 
 use super::accept::{check_credentials, plan_job, Accepted};
@@ -73,7 +73,8 @@ impl Out {
 /// What a data channel handler reports.
 enum Finished {
     Bulk(Result<()>),
-    File(u32, Result<(), String>),
+    /// A file stream ended: verified (to be made durable and published), or why not.
+    File(u32, Result<Verified, Failure>),
 }
 
 /// Messages the control reader forwards.

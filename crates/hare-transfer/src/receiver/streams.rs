@@ -10,8 +10,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::channels::{read_quic_header, DataIn};
 use crate::error::{Result, TransferError};
+use crate::protocol::FailCode;
 use crate::protocol::{close, DataHeader};
-use crate::recvfile::{EarlyLimits, FileSink, Planned};
+use crate::recvfile::{EarlyLimits, Failure, FileSink, Planned, Verified};
 
 use super::{COALESCE, DIGEST_TIMEOUT, HEADER_TIMEOUT};
 
@@ -55,17 +56,30 @@ async fn stream_broke(
     sink: FileSink,
     e: TransferError,
     digest: oneshot::Receiver<Result<String, String>>,
-) -> String {
+) -> Failure {
     match tokio::time::timeout(ABANDON_GRACE, digest).await {
         Ok(Ok(Err(reason))) => {
             sink.discard();
-            format!("{name}: {reason}")
+            abandoned(name, &reason)
         }
         _ => {
             sink.keep_partial();
-            format!("{name}: {e}; partial data kept for --resume")
+            Failure::new(
+                FailCode::Other,
+                format!("{name}: {e}; partial data kept for --resume"),
+            )
         }
     }
+}
+
+/// The sender gave the file up (it changed, or could not be read).
+fn abandoned(name: &str, reason: &str) -> Failure {
+    let code = if reason.contains("changed") {
+        FailCode::Changed
+    } else {
+        FailCode::Other
+    };
+    Failure::new(code, format!("{name}: {reason}"))
 }
 
 pub(super) async fn file_stream(
@@ -76,12 +90,13 @@ pub(super) async fn file_stream(
     digest: oneshot::Receiver<Result<String, String>>,
     bytes: Arc<AtomicU64>,
     limits: EarlyLimits,
-) -> Result<(), String> {
+) -> Result<Verified, Failure> {
     let name = planned.entry.name.clone();
-    let mut sink = FileSink::open(dir, planned, h.offset, limits).map_err(|e| e.to_string())?;
+    let expect = planned.remaining().min(COALESCE as u64) as usize;
+    let mut sink = FileSink::open(dir, planned, h.offset, limits).map_err(Failure::from)?;
     // QUIC hands out about one packet per chunk: gather contiguous chunks so that the file
     // sees few large writes instead of one small write per packet.
-    let mut pend: Vec<u8> = Vec::with_capacity(COALESCE);
+    let mut pend: Vec<u8> = Vec::with_capacity(expect);
     let mut pend_at = 0u64;
     loop {
         let next = input.next().await;
@@ -96,16 +111,15 @@ pub(super) async fn file_stream(
         if flush {
             if let Err(e) = sink.write(pend_at, &pend) {
                 sink.discard();
-                return Err(e.to_string());
+                return Err(Failure::from(e));
             }
             pend.clear();
         }
         match next {
             Ok(Some((off, b))) => {
-                let at = h
-                    .offset
-                    .checked_add(off)
-                    .ok_or_else(|| format!("{name}: offset overflow"))?;
+                let at = h.offset.checked_add(off).ok_or_else(|| {
+                    Failure::new(FailCode::Other, format!("{name}: offset overflow"))
+                })?;
                 if pend.is_empty() {
                     pend_at = at;
                 }
@@ -118,20 +132,22 @@ pub(super) async fn file_stream(
     }
     if !sink.complete() {
         sink.keep_partial();
-        return Err(format!(
-            "{name}: data ended early; partial data kept for --resume"
+        return Err(Failure::new(
+            FailCode::Other,
+            format!("{name}: data ended early; partial data kept for --resume"),
         ));
     }
     match tokio::time::timeout(DIGEST_TIMEOUT, digest).await {
-        Ok(Ok(Ok(hex))) => sink.finish(&hex).map_err(|e| e.to_string()),
+        Ok(Ok(Ok(hex))) => sink.verify(&hex).map_err(Failure::from),
         Ok(Ok(Err(reason))) => {
             sink.discard();
-            Err(format!("{name}: {reason}"))
+            Err(abandoned(&name, &reason))
         }
         _ => {
             sink.keep_partial();
-            Err(format!(
-                "{name}: no digest from the sender; partial data kept for --resume"
+            Err(Failure::new(
+                FailCode::Other,
+                format!("{name}: no digest from the sender; partial data kept for --resume"),
             ))
         }
     }

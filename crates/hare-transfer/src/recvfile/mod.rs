@@ -14,20 +14,27 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Result, TransferError};
 use crate::names;
-use crate::protocol::{FileEntry, FilePlan};
+use crate::protocol::{FailCode, FileEntry, FilePlan};
 
+mod batch;
 mod claims;
 mod early;
 mod meta;
 mod part;
 
+pub use batch::{Batch, Published, BATCH_DELAY, BATCH_FILES};
+
 pub use claims::{FinalNames, NameClaim};
 pub use early::EarlyError;
 use early::EarlyRanges;
-use part::PartFile;
+use part::{ClosedPart, PartFile};
 
 /// Read-back granularity when the hashed frontier catches up with early data.
 const READ_BACK: usize = 1 << 20;
+
+/// Blocks of zeros this large, at this alignment, are left as holes (the common file system
+/// block size).
+const SPARSE_BLOCK: u64 = 4096;
 
 /// Bounds on the data of one file that arrived ahead of its in-order frontier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +170,8 @@ pub struct FileSink {
     early: EarlyRanges,
     /// Payload bytes received through this sink (not counting a resumed prefix).
     received: u64,
+    /// The temporary file's length as this sink made it.
+    len: u64,
     /// Mode and time to give the file once verified.
     meta: meta::Meta,
     _claim: NameClaim,
@@ -176,6 +185,12 @@ impl FileSink {
         let ferr = |reason: String| TransferError::File {
             name: name.clone(),
             reason,
+            code: FailCode::Other,
+        };
+        let ioerr = |what: &str, e: std::io::Error| TransferError::File {
+            name: name.clone(),
+            reason: format!("{what}: {}", os_reason(&e)),
+            code: FailCode::of_io(&e),
         };
         let (hasher, start) = match planned.prefix {
             Some(h) if offset == planned.have && offset > 0 => (h, offset),
@@ -189,13 +204,16 @@ impl FileSink {
         };
         names::safe_create_parents(dir, &name)?;
         let mut part = match planned.part {
-            Some(p) => p,
+            Some(p) => {
+                // A taken-over partial: only its verified prefix stays.
+                p.file()
+                    .set_len(start)
+                    .map_err(|e| ioerr("cannot truncate", e))?;
+                p
+            }
             None => PartFile::create(&planned.final_path)
-                .map_err(|e| ferr(format!("cannot create a temporary file: {}", os_reason(&e))))?,
+                .map_err(|e| ioerr("cannot create a temporary file", e))?,
         };
-        part.file()
-            .set_len(start)
-            .map_err(|e| ferr(format!("cannot truncate: {}", os_reason(&e))))?;
         part.set_keep(start);
         Ok(Self {
             name,
@@ -207,16 +225,26 @@ impl FileSink {
             hashed: start,
             early: EarlyRanges::new(limits.ranges, limits.bytes),
             received: 0,
+            len: start,
             meta: meta::Meta::of(&planned.entry),
             _claim: planned._claim,
         })
     }
 
     fn err(&self, reason: String) -> TransferError {
+        self.err_code(FailCode::Other, reason)
+    }
+
+    fn err_code(&self, code: FailCode, reason: String) -> TransferError {
         TransferError::File {
             name: self.name.clone(),
             reason,
+            code,
         }
+    }
+
+    fn io_err(&self, what: &str, e: &std::io::Error) -> TransferError {
+        self.err_code(FailCode::of_io(e), format!("{what}: {}", os_reason(e)))
     }
 
     /// The file's name in the job.
@@ -254,10 +282,8 @@ impl FileSink {
         if data.is_empty() || end <= self.hashed {
             return Ok(());
         }
-        self.part
-            .file()
-            .write_all_at(data, offset)
-            .map_err(|e| self.err(format!("write failed: {}", os_reason(&e))))?;
+        self.write_sparse(offset, data)
+            .map_err(|e| self.io_err("write failed", &e))?;
         self.received += data.len() as u64;
         if offset <= self.hashed {
             let skip = (self.hashed - offset) as usize;
@@ -273,6 +299,53 @@ impl FileSink {
         }
     }
 
+    /// Write `data` at `offset`, leaving every all-zero block aligned on [`SPARSE_BLOCK`] as a
+    /// hole (as `cp --sparse=auto` and `rsync -S` do): a sparse source arrives sparse, and
+    /// reading a hole gives the same zeros. A hole at the end still gets the length.
+    fn write_sparse(&mut self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        let end = offset + data.len() as u64;
+        let mut at = offset;
+        let mut run: Option<u64> = None; // start of the pending run of data blocks
+        while at < end {
+            let block_end = ((at / SPARSE_BLOCK + 1) * SPARSE_BLOCK).min(end);
+            let block = &data[(at - offset) as usize..(block_end - offset) as usize];
+            let zero = block_end - at == SPARSE_BLOCK && block.iter().all(|&b| b == 0);
+            match (zero, run) {
+                (true, Some(r)) => {
+                    self.write_run(offset, data, r, at)?;
+                    run = None;
+                }
+                (false, None) => run = Some(at),
+                _ => {}
+            }
+            at = block_end;
+        }
+        if let Some(r) = run {
+            self.write_run(offset, data, r, end)?;
+        }
+        if end > self.len {
+            self.part.file().set_len(end)?;
+            self.len = end;
+        }
+        Ok(())
+    }
+
+    fn set_final_len(&mut self) -> std::io::Result<()> {
+        if self.len != self.size {
+            self.part.file().set_len(self.size)?;
+            self.len = self.size;
+        }
+        Ok(())
+    }
+
+    /// Write the part `[from, to)` of `data` (which starts at file offset `offset`).
+    fn write_run(&mut self, offset: u64, data: &[u8], from: u64, to: u64) -> std::io::Result<()> {
+        let slice = &data[(from - offset) as usize..(to - offset) as usize];
+        self.part.file().write_all_at(slice, from)?;
+        self.len = self.len.max(to);
+        Ok(())
+    }
+
     /// Hash early data the frontier has reached, reading it back from the file.
     fn catch_up(&mut self) -> Result<()> {
         while let Some((_, e)) = self.early.pop_reached(self.hashed) {
@@ -283,7 +356,7 @@ impl FileSink {
                 self.part
                     .file()
                     .read_exact_at(&mut buf[..n], pos)
-                    .map_err(|err| self.err(format!("read-back failed: {}", os_reason(&err))))?;
+                    .map_err(|err| self.io_err("read-back failed", &err))?;
                 self.hasher.update(&buf[..n]);
                 pos += n as u64;
             }
@@ -292,8 +365,18 @@ impl FileSink {
         Ok(())
     }
 
-    /// Verify against the sender's digest and move this job's file to the final name.
+    /// Verify against the sender's digest, sync it and move this job's file to the final
+    /// name (one file on its own; a job publishes through a [`Batch`] instead).
     pub fn finish(self, expected_hex: &str) -> Result<()> {
+        if let Err(e) = self.part.file().sync_all() {
+            return Err(self.io_err("cannot sync", &e));
+        }
+        self.verify(expected_hex)?.publish()
+    }
+
+    /// Check the data against the sender's digest and give the file its metadata, still
+    /// under its temporary name: what is left is to make it durable and publish it.
+    pub fn verify(mut self, expected_hex: &str) -> Result<Verified> {
         if !self.complete() {
             let reason = format!(
                 "incomplete: {} of {} bytes in order; partial data kept for --resume",
@@ -303,28 +386,34 @@ impl FileSink {
         }
         let got = self.hasher.finalize().to_hex().to_string();
         if !got.eq_ignore_ascii_case(expected_hex) {
-            let e = self.err(format!(
-                "BLAKE3 mismatch: sender {expected_hex}, received {got}; partial file removed"
-            ));
+            let e = self.err_code(
+                FailCode::DigestMismatch,
+                format!(
+                    "BLAKE3 mismatch: sender {expected_hex}, received {got}; partial file removed"
+                ),
+            );
+            self.part.discard();
+            return Err(e);
+        }
+        // The length is the sink's to keep (a trailing hole extends it); a mismatch here is
+        // a bug, not a sender's doing, but never publish a file of the wrong size.
+        if let Err(e) = self.set_final_len() {
+            let e = self.io_err("cannot set its length", &e);
             self.part.discard();
             return Err(e);
         }
         if let Err(e) = meta::apply(self.part.file(), &self.meta) {
-            let e = self.err(format!("cannot set its metadata: {}", os_reason(&e)));
+            let e = self.io_err("cannot set its metadata", &e);
             self.part.discard();
             return Err(e);
         }
-        let name = self.name.clone();
-        let ferr = |reason: String| TransferError::File { name, reason };
-        match self.part.publish(&self.final_path, self.force) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(ferr(
-                "appeared under the final name during the transfer; not overwritten \
-                 (the sender may overwrite it with --force)"
-                    .into(),
-            )),
-            Err(e) => Err(ferr(format!("cannot store the file: {}", os_reason(&e)))),
-        }
+        Ok(Verified {
+            name: self.name,
+            final_path: self.final_path,
+            force: self.force,
+            part: self.part.close(),
+            _claim: self._claim,
+        })
     }
 
     /// The transfer stopped: keep the partial file, cut to the bytes known good in order (so a
@@ -335,6 +424,79 @@ impl FileSink {
 
     /// The transfer failed for good: remove the partial file.
     pub fn discard(self) {
+        self.part.discard();
+    }
+}
+
+/// Why a file failed on the receiver: the text for the sender and its kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The kind, carried in the verdict.
+    pub code: FailCode,
+    /// The reason, for the sender's user.
+    pub text: String,
+}
+
+impl Failure {
+    /// A failure of kind `code`.
+    pub fn new(code: FailCode, text: impl Into<String>) -> Self {
+        Self {
+            code,
+            text: text.into(),
+        }
+    }
+}
+
+impl From<TransferError> for Failure {
+    fn from(e: TransferError) -> Self {
+        let code = match &e {
+            TransferError::File { code, .. } => *code,
+            TransferError::Io { cause, .. } => FailCode::of_io(cause),
+            _ => FailCode::Other,
+        };
+        Self::new(code, e.to_string())
+    }
+}
+
+/// A file whose data matched the sender's digest, waiting under its temporary name to be
+/// made durable and published. Dropped, it keeps its data for `--resume`.
+#[derive(Debug)]
+pub struct Verified {
+    name: String,
+    final_path: PathBuf,
+    force: bool,
+    part: ClosedPart,
+    _claim: NameClaim,
+}
+
+impl Verified {
+    /// The file's name in the job.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Move it to its final name. Durability is the caller's: [`Batch`] syncs the file system
+    /// before (the data) and after (the names).
+    pub fn publish(self) -> Result<()> {
+        let name = self.name.clone();
+        let ferr = |reason: String, code| TransferError::File { name, reason, code };
+        match self.part.publish(&self.final_path, self.force) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(ferr(
+                "appeared under the final name during the transfer; not overwritten \
+                 (the sender may overwrite it with --force)"
+                    .into(),
+                FailCode::Exists,
+            )),
+            Err(e) => Err(ferr(
+                format!("cannot store the file: {}", os_reason(&e)),
+                FailCode::of_io(&e),
+            )),
+        }
+    }
+
+    /// Remove the temporary file.
+    pub fn discard(mut self) {
         self.part.discard();
     }
 }

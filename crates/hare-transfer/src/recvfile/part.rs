@@ -120,27 +120,16 @@ impl PartFile {
             .unwrap_or(false)
     }
 
-    /// Sync and move this file (only this one) to `final_path`. Without `replace`, an existing
-    /// final name is never overwritten (`Err` of kind `AlreadyExists`). On error the temporary
-    /// file is removed.
-    pub(crate) fn publish(mut self, final_path: &Path, replace: bool) -> io::Result<()> {
-        self.keep = 0;
-        self.file.sync_all()?;
-        if !self.still_ours() {
-            self.settled = true;
-            return Err(io::Error::other(
-                "the temporary file was replaced during the transfer",
-            ));
-        }
-        if replace {
-            std::fs::rename(&self.path, final_path)?;
-        } else {
-            rename_noreplace(&self.path, final_path)?;
-        }
+    /// Close the descriptor, keeping the claim on the temporary name: a verified file
+    /// waiting for its batch holds no descriptor.
+    pub(crate) fn close(mut self) -> ClosedPart {
         self.settled = true;
-        // A partial file an earlier, interrupted job kept for --resume is now stale.
-        let _ = std::fs::remove_file(&self.resume);
-        Ok(())
+        ClosedPart {
+            path: std::mem::take(&mut self.path),
+            resume: std::mem::take(&mut self.resume),
+            identity: self.identity,
+            settled: false,
+        }
     }
 
     /// Remove the temporary file.
@@ -161,6 +150,69 @@ impl Drop for PartFile {
             }
         }
         let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// A complete temporary file whose descriptor is closed. Dropped unsettled, it is kept whole
+/// for `--resume`.
+#[derive(Debug)]
+pub(crate) struct ClosedPart {
+    path: PathBuf,
+    resume: PathBuf,
+    identity: (u64, u64),
+    settled: bool,
+}
+
+impl ClosedPart {
+    /// True when the temporary name still names the inode this job wrote.
+    fn still_ours(&self) -> bool {
+        std::fs::symlink_metadata(&self.path)
+            .map(|m| (m.dev(), m.ino()) == self.identity)
+            .unwrap_or(false)
+    }
+
+    /// Move this file (only this one) to `final_path`; the caller made it durable first.
+    /// Without `replace`, an existing final name is never overwritten (`Err` of kind
+    /// `AlreadyExists`). On error the temporary file is removed.
+    pub(crate) fn publish(mut self, final_path: &Path, replace: bool) -> io::Result<()> {
+        if !self.still_ours() {
+            self.settled = true;
+            return Err(io::Error::other(
+                "the temporary file was replaced during the transfer",
+            ));
+        }
+        let moved = if replace {
+            std::fs::rename(&self.path, final_path)
+        } else {
+            rename_noreplace(&self.path, final_path)
+        };
+        if let Err(e) = moved {
+            self.discard();
+            return Err(e);
+        }
+        self.settled = true;
+        // A partial file an earlier, interrupted job kept for --resume is now stale.
+        let _ = std::fs::remove_file(&self.resume);
+        Ok(())
+    }
+
+    /// Remove the temporary file.
+    pub(crate) fn discard(&mut self) {
+        if !self.settled && self.still_ours() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+        self.settled = true;
+    }
+}
+
+impl Drop for ClosedPart {
+    fn drop(&mut self) {
+        if self.settled || !self.still_ours() {
+            return;
+        }
+        if std::fs::rename(&self.path, &self.resume).is_err() {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
@@ -211,8 +263,11 @@ mod tests {
         assert_ne!(a.identity, b.identity);
         a.file().write_all(b"aaaa").expect("write");
         b.file().write_all(b"bb").expect("write");
-        a.publish(&f, false).expect("first publishes");
-        let e = b.publish(&f, false).expect_err("second may not replace");
+        a.close().publish(&f, false).expect("first publishes");
+        let e = b
+            .close()
+            .publish(&f, false)
+            .expect_err("second may not replace");
         assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::read(&f).expect("read"), b"aaaa");
         // Nothing left behind: the loser removed its own temporary file.
@@ -226,7 +281,7 @@ mod tests {
         let a = PartFile::create(&f).expect("a");
         std::fs::remove_file(&a.path).expect("rm");
         std::fs::write(&a.path, b"planted").expect("plant");
-        assert!(a.publish(&f, true).is_err());
+        assert!(a.close().publish(&f, true).is_err());
         assert!(!f.exists());
     }
 
@@ -256,7 +311,7 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), names::resume_path(&f)).expect("ln");
         assert!(PartFile::claim_resume(&f).expect("claim").is_none());
         let p = PartFile::create(&f).expect("create");
-        p.publish(&f, false).expect("publish");
+        p.close().publish(&f, false).expect("publish");
         assert_eq!(std::fs::read(outside.path()).expect("r"), b"outside");
     }
 }

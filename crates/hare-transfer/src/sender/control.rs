@@ -9,7 +9,7 @@ use tokio::task::JoinHandle;
 
 use crate::channels::{ControlRead, ControlWrite};
 use crate::intervals::Remote;
-use crate::protocol::{read_frame, write_frame, ToReceiver, ToSender};
+use crate::protocol::{read_frame, write_frame, FailCode, ToReceiver, ToSender};
 
 /// A file's verdict: verified and renamed, or why not.
 pub(super) type Verdict = (bool, Option<String>);
@@ -102,9 +102,14 @@ pub(super) fn spawn_reader(
                 ),
                 // Only answers to requests this sender no longer makes.
                 ToSender::Progress { .. } => continue,
-                ToSender::FileResult { index, ok, reason } => {
+                ToSender::FileResult {
+                    index,
+                    ok,
+                    reason,
+                    code,
+                } => {
                     if let Some(tx) = verdicts.remove(&index) {
-                        let _ = tx.send((ok, reason));
+                        let _ = tx.send((ok, in_words(reason, code)));
                     }
                     continue;
                 }
@@ -129,6 +134,16 @@ pub(super) fn spawn_reader(
             }
         }
     });
+}
+
+/// The receiver's reason, led by the kind of failure in words when it sent one (`disk full
+/// on the receiver: ...`).
+fn in_words(reason: Option<String>, code: Option<FailCode>) -> Option<String> {
+    match (code, reason) {
+        (Some(FailCode::Other) | None, r) => r,
+        (Some(c), Some(r)) => Some(format!("{}: {r}", c.words())),
+        (Some(c), None) => Some(c.words().to_owned()),
+    }
 }
 
 /// The only writer of the control channel after the hello; when every sender of `from` is

@@ -1,5 +1,5 @@
 //! The data tasks of a job: one writer per bulk stream, or one task per file (at most `-P`
-//! at a time).
+//! streaming at a time; a file waiting for its verdict does not count).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -112,12 +112,12 @@ pub(super) fn spawn_files(
         );
         let pacer = shared.pacer.clone();
         tasks.spawn(async move {
-            let _permit = gate
+            let permit = gate
                 .acquire_owned()
                 .await
                 .map_err(|_| TransferError::Interrupted)?;
             Ok(Some(
-                file_task(opener, i, src, plan, out_tx, result_rx, pacer, bar).await,
+                file_task(opener, i, src, plan, out_tx, result_rx, pacer, bar, permit).await,
             ))
         });
     }

@@ -278,7 +278,9 @@ async fn stream_file(
 }
 
 /// Send one file: resume point, open and snapshot, stream, then the digest and the
-/// receiver's verdict.
+/// receiver's verdict. The `permit` (a place among the `-P` files in flight) is given back
+/// once the digest is sent, so the next file streams while this one is verified and made
+/// durable.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn file_task(
     opener: Opener,
@@ -289,6 +291,7 @@ pub(super) async fn file_task(
     mut result: oneshot::Receiver<(bool, Option<String>)>,
     pacer: Option<Arc<Pacer>>,
     bar: Option<ProgressBar>,
+    permit: tokio::sync::OwnedSemaphorePermit,
 ) -> FileReport {
     let name = src.entry.name.clone();
     let fail = |reason: String, resumed_from: u64| FileReport {
@@ -362,6 +365,7 @@ pub(super) async fn file_task(
     {
         return fail("the control channel closed".into(), offset);
     }
+    drop(permit);
     if let Some(b) = &bar {
         b.finish();
     }

@@ -16,9 +16,10 @@ use super::{
 use crate::channels::DataIn;
 use crate::error::TransferError;
 use crate::intervals::{settle, ArrivalIntervals};
+use crate::protocol::FailCode;
 use crate::protocol::{DataHeader, ToReceiver, ToSender};
 use crate::receiver::DURATION_GRACE;
-use crate::recvfile::{EarlyLimits, Planned};
+use crate::recvfile::{Batch, EarlyLimits, Failure, Planned, Published, Verified};
 use crate::report::RunLog;
 
 /// State of an accepted job.
@@ -47,6 +48,8 @@ pub(super) struct Running {
     last_progress: Instant,
     progress: ProgressBudget,
     srtt: Option<quinn::Connection>,
+    /// Verified files waiting to be made durable together (opened with the first one).
+    batch: Option<Batch>,
 }
 
 /// What one event of the loop decided.
@@ -103,6 +106,7 @@ impl Running {
             last_progress: Instant::now(),
             progress: ProgressBudget::new(),
             srtt: ctx.conn.clone(),
+            batch: None,
         }
     }
 
@@ -122,11 +126,15 @@ impl Running {
         let deadline = tokio::time::sleep_until(self.deadline.unwrap_or(far).into());
         tokio::pin!(deadline);
         while self.finished < self.expected {
+            let due = self.batch.as_ref().and_then(Batch::due);
             let step = tokio::select! {
                 _ = ticker.tick() => self.tick(out, log).await,
                 m = ctl_rx.recv() => self.control(m, out).await,
                 d = data_rx.recv() => self.data(d, &fin_tx),
                 f = fin_rx.recv() => self.verdict(f, out, log).await,
+                _ = tokio::time::sleep_until(due.unwrap_or(far).into()), if due.is_some() => {
+                    self.flush(out, log).await
+                }
                 _ = &mut deadline => Step::Stop(Some(TransferError::Timeout(
                     "the timed job overran its duration".into(),
                 ))),
@@ -135,7 +143,62 @@ impl Running {
                 return why;
             }
         }
-        None
+        match self.flush(out, log).await {
+            Step::Go => None,
+            Step::Stop(why) => why,
+        }
+    }
+
+    /// A verified file joins the batch; a full batch, or the job's last file, flushes it.
+    async fn verified(&mut self, index: u32, v: Verified, out: &mut Out, log: &mut RunLog) -> Step {
+        if self.batch.is_none() {
+            match Batch::open(&self.env.dir) {
+                Ok(b) => self.batch = Some(b),
+                Err(e) => {
+                    let reason = format!("{}: cannot open the directory to sync it: {e}", v.name());
+                    v.discard();
+                    let f = Failure::new(FailCode::of_io(&e), reason);
+                    return self.report(index, Some(f), out, log).await;
+                }
+            }
+        }
+        let Some(batch) = self.batch.as_mut() else {
+            return Step::Go;
+        };
+        batch.push(index, v);
+        if batch.full() || self.finished == self.expected {
+            return self.flush(out, log).await;
+        }
+        Step::Go
+    }
+
+    /// Make the batch durable and publish it (off the runtime thread), then tell the sender.
+    async fn flush(&mut self, out: &mut Out, log: &mut RunLog) -> Step {
+        let Some(mut batch) = self.batch.take().filter(|b| !b.is_empty()) else {
+            return Step::Go;
+        };
+        let done = tokio::task::spawn_blocking(move || {
+            let published: Published = batch.flush();
+            (batch, published)
+        })
+        .await;
+        let published = match done {
+            Ok((batch, published)) => {
+                self.batch = Some(batch);
+                published
+            }
+            Err(e) => {
+                return Step::Stop(Some(TransferError::Connection(format!(
+                    "storing the files failed: {e}"
+                ))))
+            }
+        };
+        for (index, r) in published {
+            if let Step::Stop(why) = self.report(index, r.err(), out, log).await {
+                return Step::Stop(why);
+            }
+        }
+        Step::Go
     }
 
     /// Payload received by bulk stream so far (empty for a file job).
@@ -277,7 +340,24 @@ impl Running {
             Finished::Bulk(Err(e)) => return Step::Stop(Some(e)),
             Finished::File(index, r) => (index, r),
         };
-        let reason = r.err();
+        match r {
+            Ok(v) => self.verified(index, v, out, log).await,
+            Err(reason) => self.report(index, Some(reason), out, log).await,
+        }
+    }
+
+    /// Tell the sender the verdict on one file (`reason` when it failed).
+    async fn report(
+        &mut self,
+        index: u32,
+        failure: Option<Failure>,
+        out: &mut Out,
+        log: &mut RunLog,
+    ) -> Step {
+        let (reason, code) = match failure {
+            Some(f) => (Some(f.text), Some(f.code)),
+            None => (None, None),
+        };
         if let Some(r) = &reason {
             self.failures += 1;
             log.event(Event {
@@ -288,7 +368,13 @@ impl Running {
             });
         }
         let ok = reason.is_none();
-        match out.send(&ToSender::FileResult { index, ok, reason }).await {
+        let verdict = ToSender::FileResult {
+            index,
+            ok,
+            reason,
+            code,
+        };
+        match out.send(&verdict).await {
             Ok(()) => Step::Go,
             Err(e) => Step::Stop(Some(e)),
         }
