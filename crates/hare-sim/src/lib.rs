@@ -29,8 +29,10 @@
 //! ```
 //!
 //! # Determinism
-//! The same [`SimConfig`] (seed included) gives byte-identical JSON-lines reports: the event
-//! loop is single-threaded and iterates no hash map, quinn's endpoint RNGs, the connection ids
+//! The same [`SimConfig`] (seed included) gives byte-identical JSON-lines reports, on one
+//! thread or two ([`Threads`]: the two endpoints exchange datagrams only at the end of
+//! windows shorter than the path's one-way delay, in a fixed order): the event loop
+//! iterates no hash map, quinn's endpoint RNGs, the connection ids
 //! and the TLS identity derive from the seed (see `identity.rs` for why Ed25519), and the
 //! link loss models and jitter draw from their own seeded streams. Only TLS's own random
 //! values differ between reruns, and they never change a packet's size or timing.
@@ -41,6 +43,7 @@
 #![warn(missing_docs)]
 
 mod bench;
+mod client;
 mod config;
 mod controller;
 mod crypto;
@@ -48,12 +51,16 @@ mod engine;
 mod error;
 mod identity;
 mod output;
+mod peer;
 mod pool;
+mod probe;
 pub mod receiver_acks;
 mod report;
 mod run;
+mod server;
 mod setup;
 mod tap;
+mod window;
 mod wire;
 
 pub use bench::{
@@ -65,4 +72,5 @@ pub use crypto::CryptoMode;
 pub use error::{Endpoint, SimError};
 pub use output::{Progress, SimOutput, TracePoint};
 pub use receiver_acks::ReceiverAcks;
-pub use run::simulate;
+pub use run::{simulate, simulate_with};
+pub use window::Threads;

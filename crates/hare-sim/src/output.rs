@@ -76,6 +76,9 @@ pub struct SimOutput {
     pub origin_s: f64,
     /// Datagrams the simulator moved across both links (offered to a link).
     pub datagrams: u64,
+    /// Windows of virtual time the two endpoints ran through on two threads (0: one thread
+    /// throughout; see [`crate::Threads`]).
+    pub windows: u64,
 }
 
 impl SimOutput {

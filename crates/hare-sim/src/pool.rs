@@ -102,6 +102,16 @@ impl DatagramPool {
         }
     }
 
+    /// Takes over the spare buffers of `other` (the receiver's, which recycles what its
+    /// application read, handed to the sender's at the end of a window of the two-thread
+    /// engine), up to this pool's limit; the rest is freed.
+    pub fn absorb(&mut self, other: &mut DatagramPool) {
+        let room = self.limit.saturating_sub(self.free.len());
+        self.free.extend(other.free.drain(..).take(room));
+        let room = self.limit.saturating_sub(self.batches.len());
+        self.batches.extend(other.batches.drain(..).take(room));
+    }
+
     /// Takes back the buffer behind a chunk the receiving application has read, if the chunk
     /// is its last reference.
     pub fn recycle_chunk(&mut self, chunk: Bytes) {
@@ -186,6 +196,19 @@ mod tests {
         assert_eq!(again.as_ptr(), ptr, "the same allocation, no copy");
         assert!(again.is_empty() && again.capacity() >= 10_000);
         assert_eq!(pool.free.len(), 0, "not mistaken for a datagram buffer");
+    }
+
+    #[test]
+    fn absorbing_moves_spare_buffers_up_to_the_limit() {
+        let mut sender = DatagramPool::with_batches(100, 3, 1000);
+        let mut receiver = DatagramPool::with_batches(100, 8, 1000);
+        for _ in 0..5 {
+            receiver.recycle(BytesMut::with_capacity(100));
+        }
+        receiver.recycle_chunk(vec_into_bytes_mut(Vec::with_capacity(1000)).freeze());
+        sender.absorb(&mut receiver);
+        assert_eq!((sender.free.len(), sender.batches.len()), (3, 1));
+        assert_eq!((receiver.free.len(), receiver.batches.len()), (0, 0));
     }
 
     #[test]

@@ -88,6 +88,11 @@ impl Track {
         }
     }
 
+    /// Length of an interval, ns.
+    pub fn interval_ns(&self) -> u64 {
+        self.interval_ns
+    }
+
     /// The run origin is known: the first interval starts with `at`.
     pub fn start(&mut self, at: &Sample) {
         self.origin_ns = at.now_ns;

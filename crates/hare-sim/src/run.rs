@@ -4,20 +4,23 @@ use std::time::{Duration, Instant};
 
 use hare_cc::CcEvent;
 use hare_link::Link;
-use hare_report::{Event, EventKind, Phase, Run, Summary};
+use hare_report::{Event, EventKind, Run, Summary};
 
 use crate::config::{SimConfig, Workload};
 use crate::controller::{resolve, Resolved};
 use crate::engine::{Clock, Engine, Stop};
 use crate::error::SimError;
 use crate::output::{Progress, SimOutput, TracePoint};
+use crate::probe::Probe;
 use crate::report::{self, Sample, Track};
 use crate::setup;
-use crate::tap::{finite_ssthresh, RawTrace};
+use crate::tap::RawTrace;
+use crate::window::{window_ns, Threads, WindowSamples};
 use crate::wire::Wire;
-use hare_report::from_hare_cc::{cc_event_record, phase_record};
+use hare_report::from_hare_cc::cc_event_record;
 
-/// Runs one simulated transfer.
+/// Runs one simulated transfer, on both cores where the path allows
+/// ([`Threads::Auto`]; the same run as on one thread).
 ///
 /// `progress` is called once per report interval of virtual time and once at the end (for
 /// progress bars); pass `&mut |_| {}` when not needed.
@@ -28,6 +31,51 @@ pub fn simulate(
     cfg: &SimConfig,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<SimOutput, SimError> {
+    simulate_with(cfg, Threads::Auto, progress)
+}
+
+/// [`simulate`] with a choice of engine: [`Threads::One`] is the one-thread event loop,
+/// [`Threads::Auto`] runs the two endpoints on two threads between exchanges of datagrams.
+/// Both give the same run. A run whose connection is lost (or whose time stops moving)
+/// while two threads are in use is redone from the start on one thread, which needs the
+/// exact instant on both sides; `progress` then starts over.
+pub fn simulate_with(
+    cfg: &SimConfig,
+    threads: Threads,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<SimOutput, SimError> {
+    match attempt(cfg, threads, progress) {
+        Err(Attempt::OneThread) => match attempt(cfg, Threads::One, progress) {
+            Err(Attempt::Failed(e)) => Err(e),
+            Err(Attempt::OneThread) => Err(SimError::Setup(
+                "the one-thread engine asked for itself".to_string(),
+            )),
+            Ok(out) => Ok(out),
+        },
+        Err(Attempt::Failed(e)) => Err(e),
+        Ok(out) => Ok(out),
+    }
+}
+
+/// Why an attempt gave no output.
+enum Attempt {
+    /// The run failed (with its partial output where there is one).
+    Failed(SimError),
+    /// The two-thread engine met something only the one-thread engine can end exactly.
+    OneThread,
+}
+
+impl From<SimError> for Attempt {
+    fn from(e: SimError) -> Self {
+        Attempt::Failed(e)
+    }
+}
+
+fn attempt(
+    cfg: &SimConfig,
+    threads: Threads,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<SimOutput, Attempt> {
     setup::validate(cfg)?;
     let resolved = resolve(&cfg.controller, cfg.trace, cfg.paced)?;
     let link = |c, direction| {
@@ -61,6 +109,13 @@ pub fn simulate(
     let mut runner = Runner {
         cfg,
         engine,
+        probe: Probe {
+            tap: resolved.tap.clone(),
+            observer: resolved.observer.clone(),
+            unpaced: resolved.unpaced,
+        },
+        window_ns: window_ns(cfg, threads),
+        windows: 0,
         resolved,
         coarse: Track::new(nanos(cfg.interval)),
         fine: cfg.fine_interval.map(|f| Track::new(nanos(f))),
@@ -78,6 +133,12 @@ fn nanos(d: Duration) -> u64 {
 struct Runner<'a> {
     cfg: &'a SimConfig,
     engine: Engine,
+    /// Reads the sender's state for samples.
+    probe: Probe,
+    /// Length of a two-thread window (`None`: one thread throughout).
+    window_ns: Option<u64>,
+    /// Windows run on two threads.
+    windows: u64,
     resolved: Resolved,
     coarse: Track,
     fine: Option<Track>,
@@ -100,7 +161,7 @@ enum End {
 }
 
 impl Runner<'_> {
-    fn run(&mut self, progress: &mut dyn FnMut(Progress)) -> Result<SimOutput, SimError> {
+    fn run(&mut self, progress: &mut dyn FnMut(Progress)) -> Result<SimOutput, Attempt> {
         let stall_ns = nanos(self.cfg.limits.stall_after);
         let cap_ns = nanos(
             self.cfg
@@ -115,14 +176,14 @@ impl Runner<'_> {
             if let Err(Stop::Lost { side, reason }) = self.engine.settle() {
                 break End::Lost { side, reason };
             }
-            if self.engine.origin.is_some() && self.coarse.next_tick.is_none() {
+            if self.engine.origin().is_some() && self.coarse.next_tick.is_none() {
                 let s = self.sample();
                 self.coarse.start(&s);
                 if let Some(f) = self.fine.as_mut() {
                     f.start(&s);
                 }
             }
-            if self.engine.done_at.is_some() {
+            if self.engine.done_at().is_some() {
                 break End::Done;
             }
             let event = self.engine.next_event();
@@ -138,8 +199,9 @@ impl Runner<'_> {
                     what: "no event pending (no timer, no datagram in flight)".into(),
                 };
             };
-            if next > self.engine.last_progress.saturating_add(stall_ns) {
-                self.engine.now = self.engine.now.max(self.engine.last_progress + stall_ns);
+            let stall_at = self.engine.last_progress().saturating_add(stall_ns);
+            if next > stall_at {
+                self.engine.now = self.engine.now.max(stall_at);
                 break End::Stalled {
                     what: format!(
                         "no payload delivered for {:?} of virtual time",
@@ -156,6 +218,15 @@ impl Runner<'_> {
                     ),
                 };
             }
+            if let Some(window) = self.window_ns.filter(|_| self.windows_allowed()) {
+                // Everything up to both deadlines, and not one lookahead past `next`.
+                let end = next
+                    .saturating_add(window)
+                    .min(stall_at.saturating_add(1))
+                    .min(cap_ns.saturating_add(1));
+                self.window(end, progress)?;
+                continue;
+            }
             if tick == Some(next) {
                 self.engine.now = self.engine.now.max(next);
                 self.tick(next, progress);
@@ -169,12 +240,56 @@ impl Runner<'_> {
                 }
             }
         };
-        self.finish(end, progress)
+        self.finish(end, progress).map_err(Attempt::Failed)
+    }
+
+    /// Two threads may take the next window: the connection is up, the report has started,
+    /// and the sender has not finished its stream (so the receiver cannot finish within
+    /// the window, see `window.rs`).
+    fn windows_allowed(&self) -> bool {
+        self.coarse.next_tick.is_some()
+            && !self.engine.client.finished()
+            && self.engine.done_at().is_none()
+    }
+
+    /// Both sides through every event before `end` on two threads, then the report
+    /// boundaries of that stretch.
+    fn window(&mut self, end: u64, progress: &mut dyn FnMut(Progress)) -> Result<(), Attempt> {
+        let mut ticks = Vec::new();
+        for track in std::iter::once(&self.coarse).chain(self.fine.as_ref()) {
+            let mut t = track.next_tick;
+            while let Some(at) = t.filter(|&at| at < end) {
+                ticks.push(at);
+                t = Some(at + track.interval_ns());
+            }
+        }
+        ticks.sort_unstable();
+        ticks.dedup();
+        let WindowSamples { sender, bytes } = self
+            .engine
+            .run_window(end, &ticks, &self.probe)
+            .map_err(|_| Attempt::OneThread)?;
+        self.windows += 1;
+        if self.engine.done_at().is_some() {
+            // Cannot happen (see `windows_allowed`); the one-thread engine ends it exactly.
+            return Err(Attempt::OneThread);
+        }
+        for ((t, mut s), bytes) in ticks.into_iter().zip(sender).zip(bytes) {
+            s.bytes = bytes;
+            self.last_sample = s;
+            self.tick_with(t, s, progress);
+        }
+        Ok(())
     }
 
     /// Report boundaries due at `t`.
     fn tick(&mut self, t: u64, progress: &mut dyn FnMut(Progress)) {
         let s = self.sample();
+        self.tick_with(t, s, progress);
+    }
+
+    /// Report boundaries due at `t`, with the sample `s` taken then.
+    fn tick_with(&mut self, t: u64, s: Sample, progress: &mut dyn FnMut(Progress)) {
         let coarse_due = self.coarse.next_tick == Some(t);
         if coarse_due {
             self.coarse.close(&s);
@@ -192,7 +307,7 @@ impl Runner<'_> {
     }
 
     fn progress(&self, s: &Sample, interval_mbps: f64, done: bool) -> Progress {
-        let origin = self.engine.origin.unwrap_or(0);
+        let origin = self.engine.origin().unwrap_or(0);
         let sim_s = (s.now_ns.saturating_sub(origin)) as f64 / 1e9;
         let fraction = if done {
             1.0
@@ -216,44 +331,13 @@ impl Runner<'_> {
 
     /// The connection's state now.
     fn sample(&mut self) -> Sample {
-        let now_ns = self.engine.now;
-        let bytes = self.engine.bytes_read();
-        let fc_limited = self.engine.fc_limited;
-        let (in_flight, mss) = {
-            let t = self.resolved.tap.lock();
-            (t.in_flight, t.mss.max(1))
-        };
         let Some(conn) = self.engine.client_conn() else {
             return self.last_sample;
         };
-        let stats = conn.stats();
-        let cc = conn.congestion_state();
-        let cwnd_bytes = crate::tap::reported_window(cc, self.resolved.unpaced);
-        let ssthresh_bytes = finite_ssthresh(cc.metrics().ssthresh);
-        let phase = match &self.resolved.observer {
-            Some(obs) => obs
-                .latest()
-                .and_then(|(_, snap)| snap.phase.and_then(phase_record)),
-            // quinn's built-ins: slow start while cwnd < ssthresh (infinite at first).
-            None => Some(match ssthresh_bytes {
-                Some(s) if cwnd_bytes >= s => Phase::CongestionAvoidance,
-                _ => Phase::SlowStart,
-            }),
-        };
-        let s = Sample {
-            now_ns,
-            bytes,
-            lost: stats.path.lost_packets,
-            sent: stats.path.sent_packets,
-            fc_limited,
-            cwnd_bytes,
-            mss,
-            ssthresh_bytes,
-            in_flight,
-            srtt_ms: report::ms(conn.rtt()),
-            min_rtt_ms: report::ms(stats.path.min_rtt),
-            phase,
-        };
+        let mut s = self
+            .probe
+            .sender(conn, self.engine.client.fc_limited, self.engine.now);
+        s.bytes = self.engine.bytes_read();
         self.last_sample = s;
         s
     }
@@ -272,11 +356,11 @@ impl Runner<'_> {
         progress: &mut dyn FnMut(Progress),
     ) -> Result<SimOutput, SimError> {
         let end_ns = match end {
-            End::Done => self.engine.done_at.unwrap_or(self.engine.now),
+            End::Done => self.engine.done_at().unwrap_or(self.engine.now),
             _ => self.engine.now,
         };
         let closing = self.close(end_ns);
-        let origin_ns = self.engine.origin.unwrap_or(end_ns);
+        let origin_ns = self.engine.origin().unwrap_or(end_ns);
         let end_s = report::since(end_ns, origin_ns);
         let mut tap = self.take_tap();
         let error = match &end {
@@ -294,12 +378,13 @@ impl Runner<'_> {
             run,
             fine,
             trace,
-            link_forward: *self.engine.forward.link().stats(),
-            link_reverse: *self.engine.reverse.link().stats(),
+            link_forward: *self.engine.client.out.link().stats(),
+            link_reverse: *self.engine.server.out.link().stats(),
             sim_seconds: end_ns as f64 / 1e9,
             wall_seconds: self.wall_start.elapsed().as_secs_f64(),
             origin_s: origin_ns as f64 / 1e9,
-            datagrams: self.engine.forward.offered + self.engine.reverse.offered,
+            datagrams: self.engine.client.out.offered + self.engine.server.out.offered,
+            windows: self.windows,
         };
         match end {
             End::Done => Ok(output),

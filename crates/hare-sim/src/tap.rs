@@ -7,8 +7,9 @@
 //! packet (docs/PLATFORM.md, "quinn-proto 0.11.19 behaviour"). The wrapper forwards every call
 //! unchanged to the real controller (so it changes no decision) and writes a few numbers into a
 //! shared [`TapState`] that the simulator reads between events. A `Mutex` is needed only
-//! because quinn requires controllers to be `Send + Sync`; the simulator is single-threaded,
-//! so it is never contended.
+//! because quinn requires controllers to be `Send + Sync`; the sender's controller and
+//! everything that reads the tap run on one thread (the caller's, also with the two-thread
+//! engine, which runs the receiver on the other), so it is never contended.
 
 use std::any::Any;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

@@ -1,20 +1,66 @@
-//! One direction of the simulated path: a hare-link [`Link`] plus the datagrams it has
-//! accepted and not yet delivered.
+//! One direction of the simulated path: a hare-link [`Link`] at the sending end, and the
+//! datagrams it has accepted and not yet delivered at the receiving end.
 
 use std::collections::VecDeque;
 
 use bytes::BytesMut;
 use hare_link::{Link, Verdict};
 
-/// Datagrams in flight on one link, in arrival order.
+/// Datagrams in flight towards one endpoint, in arrival order.
 ///
 /// Without reordering jitter a link delivers in offer order, so arrivals are appended and
 /// popped from the front in O(1); with reordering jitter a late-offered datagram can arrive
 /// earlier and is inserted at its place (ties keep offer order). The simulator's event
 /// "heap" for packets is thus just the front of two deques.
+///
+/// The result is the order of (arrival time, offer) whenever datagrams are inserted, as
+/// long as each is inserted before anything at or after its arrival time is popped: so a
+/// [`Wire`] can hold what its sender offered and hand it to the receiver's `Arrivals` later
+/// (at the end of a window of the two-thread engine) with the same outcome.
+#[derive(Default)]
+pub(crate) struct Arrivals {
+    queue: VecDeque<(u64, BytesMut)>,
+}
+
+impl Arrivals {
+    /// Inserts a datagram arriving `at`, after every datagram arriving at or before then.
+    pub fn insert(&mut self, at: u64, datagram: BytesMut) {
+        match self.queue.back() {
+            Some(&(last, _)) if last > at => {
+                let pos = self.queue.partition_point(|&(t, _)| t <= at);
+                self.queue.insert(pos, (at, datagram));
+            }
+            _ => self.queue.push_back((at, datagram)),
+        }
+    }
+
+    /// Moves every datagram of `from` here (in its order).
+    pub fn take_all(&mut self, from: &mut Arrivals) {
+        while let Some((at, d)) = from.queue.pop_front() {
+            self.insert(at, d);
+        }
+    }
+
+    /// Arrival time of the next datagram.
+    pub fn next_at(&self) -> Option<u64> {
+        self.queue.front().map(|&(at, _)| at)
+    }
+
+    /// The next datagram if it has arrived by `now`.
+    pub fn pop_due(&mut self, now: u64) -> Option<BytesMut> {
+        match self.queue.front() {
+            Some(&(at, _)) if at <= now => self.queue.pop_front().map(|(_, d)| d),
+            _ => None,
+        }
+    }
+}
+
+/// The sending end of one direction: a hare-link [`Link`] and the datagrams it accepted that
+/// the receiving end has not taken yet ([`Arrivals::take_all`]).
 pub(crate) struct Wire {
     link: Link,
-    in_flight: VecDeque<(u64, BytesMut)>,
+    /// Accepted datagrams not yet handed to the receiver's [`Arrivals`].
+    pub sent: Arrivals,
     ip_overhead: u32,
     /// Datagrams offered to the link.
     pub offered: u64,
@@ -25,7 +71,7 @@ impl Wire {
     pub fn new(link: Link, ip_overhead: u32) -> Self {
         Wire {
             link,
-            in_flight: VecDeque::new(),
+            sent: Arrivals::default(),
             ip_overhead,
             offered: 0,
         }
@@ -39,29 +85,10 @@ impl Wire {
             .saturating_add(self.ip_overhead);
         match self.link.offer(now, ip_len) {
             Verdict::Delivered { at } => {
-                match self.in_flight.back() {
-                    Some(&(last, _)) if last > at => {
-                        let pos = self.in_flight.partition_point(|&(t, _)| t <= at);
-                        self.in_flight.insert(pos, (at, datagram));
-                    }
-                    _ => self.in_flight.push_back((at, datagram)),
-                }
+                self.sent.insert(at, datagram);
                 None
             }
             Verdict::Dropped(_) => Some(datagram),
-        }
-    }
-
-    /// Arrival time of the next datagram.
-    pub fn next_at(&self) -> Option<u64> {
-        self.in_flight.front().map(|&(at, _)| at)
-    }
-
-    /// The next datagram if it has arrived by `now`.
-    pub fn pop_due(&mut self, now: u64) -> Option<BytesMut> {
-        match self.in_flight.front() {
-            Some(&(at, _)) if at <= now => self.in_flight.pop_front().map(|(_, d)| d),
-            _ => None,
         }
     }
 
@@ -93,10 +120,12 @@ mod tests {
         assert!(w.send(0, BytesMut::zeroed(8972)).is_none());
         assert!(w.send(0, BytesMut::zeroed(8972)).is_none());
         assert_eq!(w.offered, 2);
-        assert_eq!(w.next_at(), Some(40_007_200));
-        assert!(w.pop_due(40_007_199).is_none());
-        assert_eq!(w.pop_due(40_007_200).map(|d| d.len()), Some(8972));
-        assert_eq!(w.next_at(), Some(40_014_400));
+        let mut a = Arrivals::default();
+        a.take_all(&mut w.sent);
+        assert_eq!(a.next_at(), Some(40_007_200));
+        assert!(a.pop_due(40_007_199).is_none());
+        assert_eq!(a.pop_due(40_007_200).map(|d| d.len()), Some(8972));
+        assert_eq!(a.next_at(), Some(40_014_400));
         assert_eq!(w.queue_bytes(7_200), 9000);
     }
 
@@ -113,15 +142,34 @@ mod tests {
         });
         cfg.seed = 9;
         let mut w = Wire::new(Link::new(&cfg).expect("link"), 28);
+        // Handed over in batches (as the two-thread engine does) or one by one: the same order.
+        let mut batched = Arrivals::default();
+        let mut direct = Arrivals::default();
+        let mut sent = Vec::new();
         for i in 0..200u64 {
-            let _ = w.send(i * 1000, BytesMut::zeroed(1200));
+            let mut d = BytesMut::zeroed(1200);
+            d[0] = i as u8;
+            let _ = w.send(i * 1000, d.clone());
+            if i % 17 == 0 {
+                batched.take_all(&mut w.sent);
+            }
+            sent.push(d);
+        }
+        batched.take_all(&mut w.sent);
+        let mut w2 = Wire::new(Link::new(&cfg).expect("link"), 28);
+        for (i, d) in sent.into_iter().enumerate() {
+            let _ = w2.send(i as u64 * 1000, d);
+            direct.take_all(&mut w2.sent);
         }
         let mut last = 0;
         let mut n = 0;
-        while let Some(at) = w.next_at() {
+        while let Some(at) = batched.next_at() {
             assert!(at >= last, "arrivals must come out in time order");
             last = at;
-            assert!(w.pop_due(at).is_some());
+            assert_eq!(direct.next_at(), Some(at));
+            let a = batched.pop_due(at).map(|d| d[0]);
+            assert!(a.is_some());
+            assert_eq!(a, direct.pop_due(at).map(|d| d[0]));
             n += 1;
         }
         assert_eq!(n, 200);
