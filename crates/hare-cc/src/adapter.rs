@@ -41,6 +41,12 @@
 //!   probes still go out, as a kernel sends ACKs and RTO retransmissions whatever cwnd says.
 //!   The caller must ask quinn for one datagram per `poll_transmit`: quinn reports a whole
 //!   batch to `on_sent` at once, so a batch could overrun cwnd by up to its size.
+//! - **MTU changes.** `on_mtu_update` is the kernel's MSS change: a larger segment rescales cwnd
+//!   as `tcp_mtup_probe_success()`, a smaller one keeps cwnd in segments (`tcp_sync_mss()`).
+//!   The kernel changes the MSS between ACKs, never inside one ACK's congestion-control
+//!   processing; quinn's black-hole detection reports a smaller MTU after a frame's acks and
+//!   before that frame's loss report. Such a change waits until the loss has gone into the
+//!   frame's ACK in the era's order, and at the latest until the next callback.
 //! - **Time.** Microseconds since the `now` given to `ControllerFactory::build`.
 //!   `on_mtu_update` has no `now`: the last time seen is used.
 
@@ -104,6 +110,9 @@ pub struct HareController {
     /// `now` of the last `on_end_acks` while its frame may still report a loss (quinn calls
     /// `on_congestion_event` after the acks of the frame that revealed it).
     open_frame: Option<Instant>,
+    /// A segment size quinn reported while that frame was open: applied once the frame's ACK
+    /// is complete (the kernel's `tcp_sync_mss()` runs between ACKs).
+    pending_mss: Option<u32>,
     /// The caller gates sending by [`HareController::can_send`] (see the module docs).
     unpaced: bool,
     tap: Option<Tap>,
@@ -150,6 +159,7 @@ impl HareController {
             recovery_start: None,
             in_recovery: false,
             open_frame: None,
+            pending_mss: None,
             unpaced: false,
             tap: None,
         };
@@ -255,11 +265,37 @@ impl HareController {
         }
     }
 
-    /// The last ACK frame is complete: publish its decisions.
+    /// The last ACK frame is complete: publish its decisions, then apply a segment size
+    /// change that waited for it.
     fn close_frame(&mut self) {
         if self.open_frame.take().is_some() && self.cc.close_ack() {
             self.after_decision(false);
         }
+        self.apply_pending_mss();
+    }
+
+    /// A segment size change held back while its ACK frame was open.
+    fn apply_pending_mss(&mut self) {
+        if let Some(new_mss) = self.pending_mss.take() {
+            self.change_mss(new_mss);
+        }
+    }
+
+    /// The kernel's MSS change between two ACKs ([`KernelCc::on_mss_change`]).
+    fn change_mss(&mut self, new_mss: u32) {
+        if new_mss == self.mss {
+            return;
+        }
+        self.cc.on_mss_change(self.last_now_us, new_mss);
+        self.mss = new_mss;
+        self.after_decision(false);
+    }
+
+    /// A segment size change waiting for its ACK frame to complete (see the module docs,
+    /// "MTU changes"). A test seam: only with the `testing` feature.
+    #[cfg(feature = "testing")]
+    pub fn pending_mss(&self) -> Option<u32> {
+        self.pending_mss
     }
 
     /// The per-packet part of `on_ack` without quinn's `RttEstimator` (which the adapter does
@@ -455,31 +491,36 @@ impl Controller for HareController {
         let now_us = self.now_us(now);
         self.in_flight = self.in_flight.saturating_sub(lost_bytes);
         let signal = if is_persistent_congestion {
-            LossSignal::Rto
+            Some(LossSignal::Rto)
         } else if self.recovery_start.is_some_and(|start| sent <= start) {
             // A later loss batch (or CE mark) of the episode already answered.
             tracing::trace!(target: "hare_cc", t_us = now_us, "congestion event within recovery ignored");
-            return;
+            None
         } else if lost_bytes == 0 {
-            LossSignal::Ecn
+            Some(LossSignal::Ecn)
         } else {
-            LossSignal::Loss
+            Some(LossSignal::Loss)
         };
-        self.cc.amend_last_ack(now_us, signal);
-        self.recovery_start = Some(now);
-        self.in_recovery = true;
-        self.after_decision(false);
+        if let Some(signal) = signal {
+            self.cc.amend_last_ack(now_us, signal);
+            self.recovery_start = Some(now);
+            self.in_recovery = true;
+            self.after_decision(false);
+        }
+        // The frame's loss report is in its ACK: an MTU change quinn reported before it
+        // (black-hole detection) comes after that ACK, as between two kernel ACKs.
+        self.apply_pending_mss();
     }
 
     fn on_mtu_update(&mut self, new_mtu: u16) {
-        self.close_frame();
         let new_mss = u32::from(new_mtu).max(1);
-        if new_mss == self.mss {
+        if self.open_frame.is_some() {
+            // Between a frame's acks and its loss report: after the whole ACK.
+            self.pending_mss = Some(new_mss);
             return;
         }
-        self.cc.on_mss_change(self.last_now_us, new_mss);
-        self.mss = new_mss;
-        self.after_decision(false);
+        self.close_frame();
+        self.change_mss(new_mss);
     }
 
     fn window(&self) -> u64 {

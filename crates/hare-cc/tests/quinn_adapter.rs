@@ -313,3 +313,56 @@ fn a_loss_reported_after_the_frame_is_put_in_the_kernel_order() {
         assert_eq!(ctrl.snapshot().phase, Some(Phase::Recovery), "{spec}");
     }
 }
+
+#[test]
+fn an_mtu_change_between_a_frames_acks_and_its_loss_report_waits_for_the_whole_ack() {
+    // quinn's detect_lost_packets() reports a black hole (on_mtu_update, smaller MTU) after
+    // on_end_acks and before the same frame's on_congestion_event. The kernel changes the
+    // MSS between ACKs (tcp_sync_mss), never inside one ACK's congestion-control
+    // processing: the frame's loss still goes into that ACK in the era's order, then the
+    // segment size changes (a smaller one keeps cwnd in segments).
+    // Reno, cwnd 21 in slow start, one packet acknowledged and a loss found:
+    // linux-6 (tcp_fastretrans_alert first): ssthresh = 21 >> 1 = 10, no growth, cwnd 10;
+    // linux-2.6.39 (tcp_cong_avoid first): 21 -> 22, then 22 >> 1 = 11.
+    for (spec, after) in [
+        ("reno@linux-6,initial_cwnd=21", 10),
+        ("reno@linux-2.6.39,initial_cwnd=21", 11),
+    ] {
+        let (mut ctrl, base) = build(spec, 1200, None);
+        let rtt = rtt_estimator();
+        ctrl.on_sent(base, 21 * 1200, 20);
+        ctrl.on_ack(base + ms(80), base, 1200, false, &rtt);
+        ctrl.on_end_acks(base + ms(80), 20 * 1200, false, Some(0));
+        ctrl.on_mtu_update(1000);
+        ctrl.on_congestion_event(base + ms(80), base, false, 1200);
+        assert_eq!(ctrl.cwnd_segments(), after, "{spec}");
+        assert_eq!(ctrl.snapshot().ssthresh, Some(after), "{spec}");
+        assert_eq!(ctrl.mss(), 1000, "{spec}");
+        assert_eq!(ctrl.window(), u64::from(after) * 1000 + 1, "{spec}");
+        assert_eq!(ctrl.snapshot().phase, Some(Phase::Recovery), "{spec}");
+    }
+    // A larger MTU reported there (tcp_mtup_probe_success's rescale) also waits for the
+    // ACK: linux-6 Reno cwnd 21 -> loss 10 -> 10 * 1200 / 2400 = 5 segments, ssthresh
+    // tcp_current_ssthresh() = 10 (in Recovery: ssthresh).
+    let (mut ctrl, base) = build("reno@linux-6,initial_cwnd=21", 1200, None);
+    let rtt = rtt_estimator();
+    ctrl.on_sent(base, 21 * 1200, 20);
+    ctrl.on_ack(base + ms(80), base, 1200, false, &rtt);
+    ctrl.on_end_acks(base + ms(80), 20 * 1200, false, Some(0));
+    ctrl.on_mtu_update(2400);
+    ctrl.on_congestion_event(base + ms(80), base, false, 1200);
+    assert_eq!(ctrl.cwnd_segments(), 5);
+    assert_eq!(ctrl.snapshot().ssthresh, Some(10));
+    assert_eq!(ctrl.mss(), 2400);
+    // Without a loss report the change applies at the frame's next callback.
+    let (mut ctrl, base) = build("reno@linux-6,initial_cwnd=21", 1200, None);
+    ctrl.on_sent(base, 21 * 1200, 20);
+    ctrl.on_ack(base + ms(80), base, 1200, false, &rtt);
+    ctrl.on_end_acks(base + ms(80), 20 * 1200, false, Some(0));
+    ctrl.on_mtu_update(1000);
+    assert_eq!(ctrl.cwnd_segments(), 22);
+    ctrl.on_sent(base + ms(81), 1000, 21);
+    assert_eq!(ctrl.mss(), 1000);
+    assert_eq!(ctrl.cwnd_segments(), 22);
+    assert_eq!(ctrl.window(), 22 * 1000 + 1);
+}
