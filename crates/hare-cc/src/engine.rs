@@ -18,20 +18,19 @@
 //! kernel's CWR state is folded into Recovery), no SACK/reordering states, no RFC 2861
 //! idle/app-limited decay.
 
+use crate::ack::BeforeGrowth;
+pub use crate::ack::{AckEvent, LossSignal};
 use crate::bic::Bic;
+pub use crate::cc_module::CcModule;
 use crate::clock::KernelClock;
 use crate::cubic::Cubic;
-use crate::driver::BeforeGrowth;
-pub use crate::driver::{AckEvent, LossSignal};
 use crate::events::{CcEvent, ExitReason};
-pub use crate::ops::CcModule;
 use crate::ops::{CaEvent, CongestionOps, HookOut, OpsCtx};
 use crate::profile::{Algorithm, Profile};
 use crate::reno::Reno;
 use crate::tcp_sock::{CaState, TcpSock};
 
-/// `tracing` target of every event the model emits.
-pub const TRACE_TARGET: &str = "hare_cc";
+pub use crate::events::TRACE_TARGET;
 
 /// The kernel model of one connection's congestion control.
 #[derive(Debug, Clone)]

@@ -8,6 +8,9 @@ use std::fmt;
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
+/// `tracing` target of every event the model emits.
+pub const TRACE_TARGET: &str = "hare_cc";
+
 /// Why slow start ended.
 ///
 /// Non-exhaustive: a later kernel era (or a new slow-start strategy) can add a reason.

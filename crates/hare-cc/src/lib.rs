@@ -134,8 +134,10 @@
 //!   implements `quinn_proto::congestion::Controller`.
 #![warn(missing_docs)]
 
+mod ack;
 pub mod adapter;
 pub mod bic;
+mod cc_module;
 pub mod clock;
 pub mod cuberoot;
 pub mod cubic;

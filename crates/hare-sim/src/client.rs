@@ -7,11 +7,11 @@ use bytes::Bytes;
 use quinn_proto::{Connection, Dir, Event, StreamEvent, StreamId, WriteError};
 
 use crate::config::Workload;
-use crate::engine::{Clock, Stop};
 use crate::error::Endpoint as Side;
 use crate::peer::Peer;
 use crate::pool::DatagramPool;
 use crate::tap::TapHandle;
+use crate::virtual_clock::{Clock, Stop};
 use crate::wire::{Arrivals, Wire};
 
 /// Size of the shared buffer of zeros the sender writes from (sliced, never copied).

@@ -38,17 +38,17 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use quinn_proto::{ClientConfig, Connection, Endpoint, ServerConfig};
 
 use crate::client::ClientSide;
 use crate::config::{ReadMode, SimConfig};
-use crate::error::{Endpoint as Side, SimError};
+use crate::error::SimError;
 use crate::peer::Peer;
 use crate::pool::DatagramPool;
 use crate::receiver_acks::{quickack_segments, AckThinner, ReceiverAcks};
 use crate::server::ServerSide;
+use crate::virtual_clock::{Clock, Stop};
 use crate::wire::Wire;
 
 /// Spare datagram buffers kept for reuse (at MTU 8952, 64 Ki buffers are 560 MiB: more
@@ -57,35 +57,6 @@ const POOL_LIMIT: usize = 1 << 16;
 
 /// Events handled at one instant before the loop declares a livelock.
 pub(crate) const MAX_EVENTS_PER_INSTANT: u32 = 1_000_000;
-
-/// The virtual clock.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Clock {
-    base: Instant,
-}
-
-impl Clock {
-    /// A clock whose zero is `base`.
-    pub fn new(base: Instant) -> Self {
-        Clock { base }
-    }
-
-    /// The `Instant` of virtual nanosecond `ns`.
-    pub fn at(&self, ns: u64) -> Instant {
-        self.base + Duration::from_nanos(ns)
-    }
-
-    /// Virtual nanoseconds of `t` (0 before the base).
-    pub fn ns(&self, t: Instant) -> u64 {
-        u64::try_from(t.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX)
-    }
-}
-
-/// What a step of the loop found that ends the run.
-pub(crate) enum Stop {
-    /// A connection reported an error.
-    Lost { side: Side, reason: String },
-}
 
 /// The simulation state. `run` is driven by [`crate::simulate`].
 pub(crate) struct Engine {

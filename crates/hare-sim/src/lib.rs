@@ -60,6 +60,7 @@ mod run;
 mod server;
 mod setup;
 mod tap;
+mod virtual_clock;
 mod window;
 mod wire;
 

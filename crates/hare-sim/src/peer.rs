@@ -7,7 +7,7 @@ use std::time::Instant;
 use bytes::BytesMut;
 use quinn_proto::{Connection, ConnectionHandle, DatagramEvent, Endpoint};
 
-use crate::engine::Clock;
+use crate::virtual_clock::Clock;
 use crate::wire::Wire;
 
 /// One quinn endpoint with its (single) connection.

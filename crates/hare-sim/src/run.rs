@@ -8,13 +8,14 @@ use hare_report::{Event, EventKind, Run, Summary};
 
 use crate::config::{SimConfig, Workload};
 use crate::controller::{resolve, Resolved};
-use crate::engine::{Clock, Engine, Stop};
+use crate::engine::Engine;
 use crate::error::SimError;
 use crate::output::{Progress, SimOutput, TracePoint};
 use crate::probe::Probe;
 use crate::report::{self, Sample, Track};
 use crate::setup;
 use crate::tap::RawTrace;
+use crate::virtual_clock::{Clock, Stop};
 use crate::window::{window_ns, Threads, WindowSamples};
 use crate::wire::Wire;
 use hare_report::from_hare_cc::cc_event_record;

@@ -6,11 +6,11 @@ use std::time::Instant;
 use bytes::BytesMut;
 use quinn_proto::{Connection, DatagramEvent, Dir, Event, ReadError, ReadableError, StreamId};
 
-use crate::engine::{Clock, Stop};
 use crate::error::Endpoint as Side;
 use crate::peer::Peer;
 use crate::pool::DatagramPool;
 use crate::receiver_acks::AckThinner;
+use crate::virtual_clock::{Clock, Stop};
 use crate::wire::{Arrivals, Wire};
 
 /// The server's application state.

@@ -22,10 +22,11 @@
 
 use crate::client::ClientSide;
 use crate::config::SimConfig;
-use crate::engine::{Clock, Engine, MAX_EVENTS_PER_INSTANT};
+use crate::engine::{Engine, MAX_EVENTS_PER_INSTANT};
 use crate::probe::Probe;
 use crate::report::Sample;
 use crate::server::ServerSide;
+use crate::virtual_clock::Clock;
 
 /// Smallest one-way delay for which two threads are used: below it a window holds too
 /// little work to pay for starting a thread.

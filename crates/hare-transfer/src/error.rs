@@ -65,7 +65,7 @@ pub enum TransferError {
         /// Why.
         reason: String,
         /// The kind of failure.
-        code: crate::protocol::FailCode,
+        code: crate::fail_code::FailCode,
     },
     /// Some files of a job failed; the details were reported per file.
     #[error("{failed} of {total} files failed")]

@@ -1,0 +1,63 @@
+//! What one ACK brings to the model ([`AckEvent`], [`LossSignal`]) and the state saved before
+//! its growth step (`BeforeGrowth`): held by the engine, run by the per-era driver, and below
+//! both so that neither depends on the other for them.
+
+use crate::cc_module::CcModule;
+use crate::events::ExitReason;
+use crate::tcp_sock::TcpSock;
+
+/// One ACK (in QUIC: one ACK frame, i.e. one `on_end_acks` batch) as the kernel sees it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AckEvent {
+    /// Microseconds since the controller was built.
+    pub now_us: u64,
+    /// Newly acknowledged ack-eliciting packets (any: `FLAG_DATA_ACKED`). The kernel counts
+    /// packets, so an ACK of less than one segment of bytes still runs `pkts_acked` (with
+    /// its RTT sample) and `cong_avoid`. 0 is treated as `acked_pkts`.
+    pub packets: u32,
+    /// Segments newly acknowledged (bytes / MSS with the adapter's carry): the `acked` of
+    /// `cong_avoid` and (at least 1) the count of `pkts_acked`.
+    pub acked_pkts: u32,
+    /// RTT of the most recently sent newly acked packet in microseconds (the kernel's
+    /// `ca_rtt_us`, given to `pkts_acked`), `None` when there is none.
+    pub rtt_us: Option<u64>,
+    /// RTT of the oldest newly acked packet (the kernel's `seq_rtt_us`, fed to
+    /// `tcp_rtt_estimator`); `None` = use `rtt_us`.
+    pub seq_rtt_us: Option<u64>,
+    /// Largest packet number acknowledged (the `snd_una` analogue for HyStart rounds).
+    pub largest_acked: Option<u64>,
+    /// Packets still in flight after this ACK (`packets_out`).
+    pub packets_in_flight: u32,
+    /// The ACK covers the current Recovery / Loss episode's `high_seq` (a packet sent after
+    /// the episode began is acknowledged): `tcp_fastretrans_alert` leaves the state.
+    pub ends_episode: bool,
+    /// The loss reaction this ACK triggers (quinn reports it after the frame's acks).
+    pub loss: Option<LossSignal>,
+}
+
+/// What an ACK (or a timer) reveals about congestion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LossSignal {
+    /// A packet loss: `tcp_enter_recovery` (`ssthresh()`, `TCP_CA_Recovery`).
+    Loss,
+    /// An ECN-CE echo: `tcp_enter_cwr` (folded into Recovery; quinn has no separate state).
+    Ecn,
+    /// A retransmission timeout (quinn: persistent congestion): `tcp_enter_loss`.
+    Rto,
+}
+
+/// The state the growth step of one ACK may change, saved before it so that a loss quinn
+/// reports after the frame can be put where the era's `tcp_ack()` has it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BeforeGrowth {
+    pub(crate) ack: AckEvent,
+    pub(crate) now_j: u32,
+    pub(crate) prior_in_flight: u32,
+    pub(crate) tp: TcpSock,
+    pub(crate) module: CcModule,
+    pub(crate) ss_exited: bool,
+    pub(crate) exit: (Option<ExitReason>, Option<u32>, Option<u64>),
+    pub(crate) guards: u32,
+    /// Events recorded before the growth step (those after it may be replaced).
+    pub(crate) events: usize,
+}
