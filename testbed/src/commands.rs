@@ -67,11 +67,13 @@ impl Catalog {
     /// of the scenario of that name.
     pub fn jobs_for(&self, id: &str, trace: bool) -> Option<Vec<Job>> {
         for s in &self.scenarios {
-            if let Some(job) = Job::all_of(s, trace)
+            // The run and, for an unpaced replay, its quinn-paced extra row.
+            let jobs: Vec<Job> = Job::all_of(s, trace)
                 .into_iter()
-                .find(|j| j.plan.replays.as_deref() == Some(id))
-            {
-                return Some(vec![job]);
+                .filter(|j| j.plan.replays.as_deref() == Some(id))
+                .collect();
+            if !jobs.is_empty() {
+                return Some(jobs);
             }
         }
         self.scenarios

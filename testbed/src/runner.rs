@@ -1,7 +1,7 @@
 //! Running scenarios in hare-sim: building each run's `SimConfig`, running jobs on a small
 //! pool of threads with a progress bar each, and writing each run's files.
 
-use crate::scenario::{ReadSpec, RunPlan, Scenario};
+use crate::scenario::{ReadSpec, ReceiverSpec, RunPlan, Scenario};
 use anyhow::{Context, Result};
 use hare_sim::{AckSettings, ReadMode, SimConfig, SimOutput, TracePoint, Windows, Workload};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -26,7 +26,13 @@ pub struct Job {
     pub duration_cap: Option<Duration>,
     /// Record the per-ACK trace.
     pub trace: bool,
+    /// The named extra row of an unpaced replay: the same run with quinn's pacer ("what a
+    /// QUIC sender would see"); its id ends in [`QUINN_PACED_SUFFIX`].
+    pub quinn_paced: bool,
 }
+
+/// Id suffix of the quinn-paced extra row of an unpaced replay.
+pub const QUINN_PACED_SUFFIX: &str = "-quinn-paced";
 
 /// A finished job.
 #[derive(Debug)]
@@ -63,10 +69,15 @@ pub fn plain_id(scenario: &Scenario, plan: &RunPlan) -> String {
 impl Job {
     /// Every run of a scenario as jobs; replays are named by their thread run id.
     pub fn all_of(scenario: &Scenario, trace: bool) -> Vec<Job> {
-        scenario
-            .runs()
-            .into_iter()
-            .map(|plan| Job {
+        let extra_row = !scenario.file.sender.paced
+            && scenario
+                .file
+                .replay
+                .as_ref()
+                .is_some_and(|r| r.quinn_paced_row);
+        let mut jobs = Vec::new();
+        for plan in scenario.runs() {
+            let job = Job {
                 id: plan
                     .replays
                     .clone()
@@ -75,8 +86,19 @@ impl Job {
                 plan,
                 duration_cap: None,
                 trace,
-            })
-            .collect()
+                quinn_paced: false,
+            };
+            if extra_row {
+                let mut paced = job.clone();
+                paced.id.push_str(QUINN_PACED_SUFFIX);
+                paced.quinn_paced = true;
+                jobs.push(job);
+                jobs.push(paced);
+            } else {
+                jobs.push(job);
+            }
+        }
+        jobs
     }
 
     /// The simulator configuration of this job.
@@ -130,6 +152,11 @@ impl Job {
             packet_threshold: f.ack.packet_threshold,
             time_threshold: f.ack.time_threshold,
         };
+        cfg.receiver_acks = match f.ack.receiver {
+            ReceiverSpec::Quinn => hare_sim::ReceiverAcks::Quinn,
+            ReceiverSpec::Linux26 => hare_sim::ReceiverAcks::Linux26,
+        };
+        cfg.paced = f.sender.paced || self.quinn_paced;
         cfg.trace = self.trace;
         cfg.crypto = f.crypto;
         cfg

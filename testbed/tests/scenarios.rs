@@ -17,7 +17,7 @@ fn threads() -> ThreadData {
 #[test]
 fn every_shipped_scenario_parses_and_validates() {
     let files = scenario::scenario_files(&dir()).expect("scenario dir readable");
-    assert_eq!(files.len(), 29);
+    assert_eq!(files.len(), 29, "top-level replay scenarios");
     let t = threads();
     for f in &files {
         let s = Scenario::load(f, &t).unwrap_or_else(|e| panic!("{e}"));
@@ -32,6 +32,50 @@ fn every_shipped_scenario_parses_and_validates() {
             s.file.name
         );
     }
+}
+
+/// Every `.toml` below `dir`, subdirectories included, sorted.
+fn toml_files_below(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).expect("scenario dir readable") {
+            let p = entry.expect("dir entry").path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p.extension().is_some_and(|x| x == "toml") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_file_under_the_scenario_dir_parses_with_its_own_loader() {
+    let t = threads();
+    let files = toml_files_below(&dir());
+    let (mut sim, mut kvh, mut unpaced, mut linux_receiver) = (0, 0, 0, 0);
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("readable");
+        if text.contains("kind = \"kernel-vs-hare\"") {
+            hare_emu::scenario::KvhScenario::parse(&text)
+                .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            kvh += 1;
+            continue;
+        }
+        let s = Scenario::load(f, &t).unwrap_or_else(|e| panic!("{e}"));
+        sim += 1;
+        unpaced += usize::from(!s.file.sender.paced);
+        linux_receiver += usize::from(s.file.ack.receiver == scenario::ReceiverSpec::Linux26);
+    }
+    // 29 replay scenarios, 8 kernel-vs-hare-sim paths (4 paced, 4 unpaced), 1 emulator file.
+    assert_eq!((sim, kvh), (37, 1));
+    // Unpaced: the 2011 replays (their senders were kernels without pacing) and
+    // the 4 unpaced kernel-vs-hare-sim paths; every 2007/2011 replay has the 2.6 receiver.
+    assert_eq!(unpaced, 17 + 4);
+    assert_eq!(linux_receiver, 11 + 17);
 }
 
 #[test]

@@ -24,6 +24,12 @@
 //! duration = "30s"         # or bytes = "1g"
 //! read = "unordered"
 //!
+//! [ack]
+//! receiver = "linux-2.6"   # or "quinn" (default): the receiver's ACK pattern
+//!
+//! [sender]
+//! paced = false            # unpaced ACK-clocked sender (default true: quinn's pacer)
+//!
 //! [replay]
 //! runs = ["2007-cubic20-iss100-w60m"]   # ids in data/thread-runs.json
 //!
@@ -69,6 +75,9 @@ pub struct ScenarioFile {
     /// The receiver's acknowledgement policy.
     #[serde(default)]
     pub ack: AckSpec,
+    /// How the sender sends.
+    #[serde(default)]
+    pub sender: SenderSpec,
     /// Thread runs this scenario replays.
     #[serde(default)]
     pub replay: Option<ReplaySpec>,
@@ -201,6 +210,42 @@ pub struct AckSpec {
     /// Loss detection's time threshold as a multiple of the RTT (kTimeThreshold).
     #[serde(default)]
     pub time_threshold: Option<f32>,
+    /// The receiver's ACK pattern: `"quinn"` (default) or `"linux-2.6"` (quick ACKs while the
+    /// receive window opens, then every second segment; hare-sim's `receiver_acks` model).
+    #[serde(default)]
+    pub receiver: ReceiverSpec,
+}
+
+/// The receiver ACK patterns of [`AckSpec::receiver`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum ReceiverSpec {
+    /// quinn's own ACK policy.
+    #[default]
+    #[serde(rename = "quinn")]
+    Quinn,
+    /// The Linux 2.6 receiver model.
+    #[serde(rename = "linux-2.6")]
+    Linux26,
+}
+
+/// The sender's transmission (virtual time only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SenderSpec {
+    /// `true` (default): quinn's pacer, as every real hare binary. `false`: the simulator's
+    /// unpaced, ACK-clocked sender (hare-cc controllers only), like a kernel without fq.
+    #[serde(default = "default_paced")]
+    pub paced: bool,
+}
+
+impl Default for SenderSpec {
+    fn default() -> Self {
+        SenderSpec { paced: true }
+    }
+}
+
+fn default_paced() -> bool {
+    true
 }
 
 /// The thread runs a scenario replays.
@@ -214,4 +259,9 @@ pub struct ReplaySpec {
     /// leave out.
     #[serde(default)]
     pub note: Option<String>,
+    /// With an unpaced sender (`[sender] paced = false`): run each replay a second time with
+    /// quinn's pacer, as a named extra row (id `<run>-quinn-paced`): what a QUIC sender would
+    /// see on the thread's path.
+    #[serde(default)]
+    pub quinn_paced_row: bool,
 }
