@@ -14,8 +14,6 @@
 #![warn(missing_docs)]
 
 mod controller;
-#[cfg(feature = "hare-cc")]
-pub mod from_hare_cc;
 pub mod iperf;
 pub mod jsonl;
 pub mod nuttcp;

@@ -7,7 +7,7 @@ use quinn_proto::Connection;
 
 use crate::report::{self, Sample};
 use crate::tap::{finite_ssthresh, reported_window, TapHandle};
-use hare_report::from_hare_cc::phase_record;
+use hare_cc_records::phase_record;
 
 /// Where the sender's state is read from.
 #[derive(Clone)]

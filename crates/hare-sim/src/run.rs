@@ -18,7 +18,7 @@ use crate::tap::RawTrace;
 use crate::virtual_clock::{Clock, Stop};
 use crate::window::{window_ns, Threads, WindowSamples};
 use crate::wire::Wire;
-use hare_report::from_hare_cc::cc_event_record;
+use hare_cc_records::cc_event_record;
 
 /// Runs one simulated transfer, on both cores where the path allows
 /// ([`Threads::Auto`]; the same run as on one thread).

@@ -98,6 +98,6 @@ impl SidecarEvent for CcEvent {
 
 impl SidecarEvent for hare_cc::CcEvent {
     fn record(&self) -> Option<CcEvent> {
-        hare_report::from_hare_cc::cc_event_record(self.clone())
+        hare_cc_records::cc_event_record(self.clone())
     }
 }

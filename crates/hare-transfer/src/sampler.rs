@@ -6,7 +6,7 @@ use std::time::Instant;
 use hare_cc::Observer;
 use hare_report::{CcEvent, Event, EventKind, ExitReason, Interval, Phase};
 
-use hare_report::from_hare_cc::{cc_event_record, phase_record};
+use hare_cc_records::{cc_event_record, phase_record};
 
 /// The congestion state at one sampling instant and the counts since the previous one.
 #[derive(Debug, Clone, Default)]

@@ -1,10 +1,14 @@
-//! hare-cc decisions converted into the report's own record types, for the writers of
-//! reports (the simulator and the transfer tools).
+//! hare-cc decisions converted into hare-report's own record types, written once for the
+//! writers of reports (the simulator and the transfer tools).
 //!
-//! Only with the `hare-cc` feature: readers of reports (the analysis tools) need neither the
-//! controller crate nor this conversion, and the schema stays the report's own.
+//! The glue lives in its own crate so that neither side depends on the other: hare-report
+//! owns its schema and never pulls in the controller (or quinn), and hare-cc, a library for
+//! other projects, knows nothing of hare's report files.
 
-use crate::{CcEvent, ExitReason, Phase};
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+use hare_report::{CcEvent, ExitReason, Phase};
 
 /// The report's record of a hare-cc decision (same fields, the report's own types); `None`
 /// for a decision kind this report schema has no record for (hare-cc's event types are
