@@ -1,6 +1,6 @@
 //! The thread's measured runs: `data/thread-runs.json` (every nuttcp run printed in the 2007
-//! and 2011 netdev threads, copied from `shared/reference/`) and `data/nussbaum-2011-runs.json`
-//! (Lucas Nussbaum's two 1 GigE runs from seed 003, transcribed from his 11 Mar 2011 mail in
+//! and 2011 netdev threads, transcribed from the mails) and `data/nussbaum-2011-runs.json`
+//! (Lucas Nussbaum's two 1 GigE runs, transcribed from his 11 Mar 2011 mail in
 //! the same shape). Both files are compiled into the binary so that `hare-lab replay` works
 //! from any directory.
 
@@ -10,7 +10,7 @@ use thiserror::Error;
 
 /// The 2007 and 2011 threads' runs, as shipped in `testbed/data/thread-runs.json`.
 pub const THREAD_RUNS_JSON: &str = include_str!("../data/thread-runs.json");
-/// Lucas Nussbaum's runs (seed 003), `testbed/data/nussbaum-2011-runs.json`.
+/// Lucas Nussbaum's runs (his 11 March 2011 mail), `testbed/data/nussbaum-2011-runs.json`.
 pub const NUSSBAUM_RUNS_JSON: &str = include_str!("../data/nussbaum-2011-runs.json");
 
 /// A reference data file that does not parse.
