@@ -9,6 +9,8 @@
 //! the rounds; `HARE_BENCH_ROUNDS`, default 100), the robust figure on a shared machine.
 //!
 //! Run: `cargo bench -p hare-cc --bench ack_frame -- --measurement-time 3 --warm-up-time 1`
+//! (`HARE_BENCH_ONLY=quinn-cubic,hare-cubic-linux-6` limits the interleaved run to those
+//! variants, e.g. to count instructions per frame under `valgrind --tool=callgrind`).
 
 #[path = "../tests/quinn_support/pair.rs"]
 #[allow(dead_code)]
@@ -190,8 +192,14 @@ fn ack_frame(c: &mut Criterion) {
 fn interleaved(rounds: usize) -> Vec<(&'static str, f64)> {
     const FRAMES: u32 = 20_000;
     let rtt = pair::rtt_estimator();
+    // `HARE_BENCH_ONLY=a,b`: only these variants (e.g. under a profiler).
+    let only = std::env::var("HARE_BENCH_ONLY").ok();
     let mut runs: Vec<(&'static str, Steady, Vec<f64>)> = variants()
         .into_iter()
+        .filter(|(name, _)| {
+            only.as_deref()
+                .is_none_or(|o| o.split(',').any(|x| x == *name))
+        })
         .map(|(name, f)| (name, Steady::new(f, rtt), Vec::with_capacity(rounds)))
         .collect();
     for _ in 0..rounds {

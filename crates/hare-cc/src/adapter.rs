@@ -316,14 +316,20 @@ impl HareController {
         }
         self.in_flight = self.in_flight.saturating_sub(bytes);
         let f = &mut self.frame;
+        if f.packets == 0 {
+            f.newest_sent = Some(sent);
+            f.oldest_sent = Some(sent);
+        } else {
+            // Both are set once the frame has a packet.
+            if f.newest_sent.is_some_and(|s| sent > s) {
+                f.newest_sent = Some(sent);
+            }
+            if f.oldest_sent.is_some_and(|s| sent < s) {
+                f.oldest_sent = Some(sent);
+            }
+        }
         f.packets = f.packets.saturating_add(1);
         f.bytes = f.bytes.saturating_add(bytes);
-        if f.newest_sent.is_none_or(|s| sent > s) {
-            f.newest_sent = Some(sent);
-        }
-        if f.oldest_sent.is_none_or(|s| sent < s) {
-            f.oldest_sent = Some(sent);
-        }
         if self.in_recovery && self.recovery_start.is_some_and(|r| sent > r) {
             f.ends_recovery = true;
         }
@@ -363,6 +369,10 @@ impl HareController {
 
     /// Forward the model's decisions to `tracing` and the observer; publish when due.
     fn after_decision(&mut self, frame_done: bool) {
+        if self.tap.is_none() && !self.cc.has_events() {
+            // Nothing to forward and nobody to publish to (the common case per ACK).
+            return;
+        }
         let controller = self.id().map_or(0, ControllerId::get);
         let mut had_events = false;
         for event in self.cc.drain_events() {

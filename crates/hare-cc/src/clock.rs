@@ -87,26 +87,46 @@ impl KernelClock {
     }
 }
 
+/// Run `f` with `hz` as a compile-time constant for the kernel's usual `CONFIG_HZ` values
+/// (100, 250, 300, 1000), as the kernel's own conversions are: the divisions by HZ then
+/// compile to multiplications, with the same results. Any other HZ takes the general path.
+#[inline(always)]
+pub fn with_hz<R>(hz: u32, f: impl Fn(u32) -> R) -> R {
+    match hz {
+        1000 => f(1000),
+        250 => f(250),
+        300 => f(300),
+        100 => f(100),
+        other => f(other),
+    }
+}
+
 /// `msecs_to_jiffies(m)` for an HZ that divides 1000: `(m + 1000/HZ - 1) / (1000/HZ)`.
 pub fn msecs_to_jiffies(hz: u32, m: u32) -> u32 {
-    let per = 1000 / hz.clamp(1, 1000);
-    u64::from(m).div_ceil(u64::from(per)) as u32
+    with_hz(hz, |hz| {
+        let per = 1000 / hz.clamp(1, 1000);
+        u64::from(m).div_ceil(u64::from(per)) as u32
+    })
 }
 
 /// `usecs_to_jiffies(u)` for an HZ that divides 10^6 (rounds up).
 pub fn usecs_to_jiffies(hz: u32, u: u32) -> u32 {
-    let per = USEC_PER_SEC / u64::from(hz.max(1));
-    u64::from(u).div_ceil(per) as u32
+    with_hz(hz, |hz| {
+        let per = USEC_PER_SEC / u64::from(hz.max(1));
+        u64::from(u).div_ceil(per) as u32
+    })
 }
 
 /// `jiffies_to_msecs(j)` for an HZ that divides 1000 (u32 arithmetic, as the kernel's).
 pub fn jiffies_to_msecs(hz: u32, j: u32) -> u32 {
-    j.wrapping_mul(1000 / hz.clamp(1, 1000))
+    with_hz(hz, |hz| j.wrapping_mul(1000 / hz.clamp(1, 1000)))
 }
 
 /// `jiffies_to_usecs(j)` for an HZ that divides 10^6.
 pub fn jiffies_to_usecs(hz: u32, j: u32) -> u64 {
-    u64::from(j) * (USEC_PER_SEC / u64::from(hz.max(1)))
+    with_hz(hz, |hz| {
+        u64::from(j) * (USEC_PER_SEC / u64::from(hz.max(1)))
+    })
 }
 
 /// The kernel's `after(a, b)` on 32-bit sequence numbers: `(s32)(b - a) < 0`.

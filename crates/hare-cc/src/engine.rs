@@ -134,7 +134,7 @@ impl KernelCc {
             out: &mut out,
         };
         let r = hook(&mut self.module, &mut ctx);
-        if out != HookOut::default() {
+        if !out.is_empty() {
             self.absorb(out);
         }
         r

@@ -75,6 +75,15 @@ pub struct HookOut {
     pub guards: u32,
 }
 
+impl HookOut {
+    /// Nothing decided (the common case: field tests, not a whole-struct comparison, on the
+    /// per-ACK path).
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.exit.is_none() && self.css.is_none() && self.guards == 0
+    }
+}
+
 /// `cong_avoid`'s arguments (2.6.20: `ack, rtt, in_flight, good`; 2.6.29: `ack, in_flight`;
 /// 3.18+: `ack, acked`). `ack` is `tp->snd_una` of the socket.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -60,8 +60,10 @@ pub struct TcpSock {
     pub mss: u32,
     /// `lsndtime`: jiffies of the last data sent.
     pub lsndtime: u32,
-    /// `sk_pacing_rate` estimate (bytes per second), 0 before the first RTT sample.
-    pub pacing_rate: u64,
+    /// What the last `tcp_update_pacing_rate()` saw; the rate itself is computed from it
+    /// when read ([`TcpSock::pacing_rate`]), which gives the same value without two 64-bit
+    /// divisions on every ACK.
+    pub pacing: PacingInputs,
     /// Mask of the `snd_cwnd_cnt` field's width: `0xffff` while it was a `u16` (to 2.6.23),
     /// `u32::MAX` from f78a1b38928 (2.6.24).
     pub cwnd_cnt_mask: u32,
@@ -88,7 +90,7 @@ impl TcpSock {
             srtt_us: 0,
             mss,
             lsndtime: 0,
-            pacing_rate: 0,
+            pacing: PacingInputs::default(),
             cwnd_cnt_mask: u32::MAX,
         }
     }
@@ -152,31 +154,66 @@ impl TcpSock {
         self.srtt_us = next.clamp(1, i64::from(u32::MAX)) as u32;
     }
 
-    /// `tcp_update_pacing_rate()`: `mss * max(cwnd, packets_out) / srtt` times 200% in slow
-    /// start (`cwnd < ssthresh / 2`) or 120% otherwise, in bytes per second.
+    /// `tcp_update_pacing_rate()` (run at the end of every ACK): records its inputs; the
+    /// rate is [`TcpSock::pacing_rate`].
     pub fn update_pacing_rate(&mut self, ss_ratio: u32, ca_ratio: u32) {
-        // rate = mss * (USEC_PER_SEC / 100) << 3 * ratio% * max(cwnd, packets_out) / srtt_us
-        const SCALE: u64 = (1_000_000 / 100) << 3;
         let ratio = if self.snd_cwnd < self.snd_ssthresh / 2 {
             ss_ratio
         } else {
             ca_ratio
         };
-        let segs = self.snd_cwnd.max(self.packets_out);
+        self.pacing = PacingInputs {
+            mss: self.mss,
+            segs: self.snd_cwnd.max(self.packets_out),
+            srtt_us: self.srtt_us,
+            ratio,
+        };
+    }
+
+    /// `sk_pacing_rate` as the last `tcp_update_pacing_rate()` set it, in bytes per second:
+    /// `mss * max(cwnd, packets_out) / srtt` times 200% in slow start (`cwnd < ssthresh / 2`)
+    /// or 120% otherwise; 0 before the first ACK.
+    pub fn pacing_rate(&self) -> u64 {
+        self.pacing.rate()
+    }
+}
+
+/// The inputs of one `tcp_update_pacing_rate()` call (see [`TcpSock::pacing_rate`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PacingInputs {
+    /// `mss_cache` at the time.
+    pub mss: u32,
+    /// `max(snd_cwnd, packets_out)`.
+    pub segs: u32,
+    /// `srtt_us` (us << 3); 0 means no update yet.
+    pub srtt_us: u32,
+    /// The ratio in percent (`pacing_ss_ratio` or `pacing_ca_ratio`).
+    pub ratio: u32,
+}
+
+impl PacingInputs {
+    /// `rate = mss * (USEC_PER_SEC / 100) << 3 * ratio * segs / srtt_us`, 0 before any update.
+    fn rate(&self) -> u64 {
+        const SCALE: u64 = (1_000_000 / 100) << 3;
+        if self.srtt_us == 0 && self.segs == 0 {
+            return 0;
+        }
         let srtt = u64::from(self.srtt_us.max(1));
-        // u64 on the per-ACK path; u128 only for products beyond 2^64 (huge windows).
+        // u64 when it fits; u128 only for products beyond 2^64 (huge windows).
         let fast = u64::from(self.mss)
             .checked_mul(SCALE)
-            .and_then(|r| r.checked_mul(u64::from(ratio)))
-            .and_then(|r| r.checked_mul(u64::from(segs)));
-        self.pacing_rate = match fast {
+            .and_then(|r| r.checked_mul(u64::from(self.ratio)))
+            .and_then(|r| r.checked_mul(u64::from(self.segs)));
+        match fast {
             Some(r) => r / srtt,
             None => {
-                let r =
-                    u128::from(self.mss) * u128::from(SCALE) * u128::from(ratio) * u128::from(segs)
-                        / u128::from(srtt);
+                let r = u128::from(self.mss)
+                    * u128::from(SCALE)
+                    * u128::from(self.ratio)
+                    * u128::from(self.segs)
+                    / u128::from(srtt);
                 r.min(u128::from(u64::MAX)) as u64
             }
-        };
+        }
     }
 }

@@ -71,6 +71,11 @@ impl KernelCc {
         }
     }
 
+    /// True when decisions are recorded (some may be held back until the ACK completes).
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     /// Take the decisions made since the last call, except those of the last ACK's growth
     /// step while [`KernelCc::amend_last_ack`] may still replace them (until
     /// [`KernelCc::close_ack`]).
@@ -173,13 +178,13 @@ impl KernelCc {
     /// `sk_pacing_rate` estimate in bytes per second (`tcp_update_pacing_rate()`), 0 before the
     /// first RTT sample.
     pub fn pacing_rate(&self) -> u64 {
-        self.tp.pacing_rate
+        self.tp.pacing_rate()
     }
 
     /// `hystart_ack_delay()` (5.6+): `min(1 ms, gso_max_size * 4 s / pacing_rate)` in us, 0
     /// without a pacing rate.
     pub fn hystart_ack_delay_us(&self) -> u32 {
-        hystart_ack_delay_us(self.profile.gso_max_size, self.tp.pacing_rate)
+        hystart_ack_delay_us(self.profile.gso_max_size, self.tp.pacing_rate())
     }
 
     /// How many times a kernel overflow, divide-by-zero or endless loop (2.6.20's 32-bit cube

@@ -150,7 +150,7 @@ impl CubicSlowStart {
             profile: p,
             now,
             delay_min: self.delay_min,
-            ack_delay_us: hystart_ack_delay_us(p.gso_max_size, ctx.tp.pacing_rate),
+            ack_delay_us: hystart_ack_delay_us(p.gso_max_size, ctx.tp.pacing_rate()),
             paced: ctx.paced,
             hz: ctx.clock.hz(),
         };

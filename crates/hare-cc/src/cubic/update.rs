@@ -124,6 +124,35 @@ impl Cubic {
     }
 
     /// The part of `bictcp_update()` between the gates and the Reno-friendliness step.
+    /// `t` of `bictcp_update()`: 1/1024 s since the epoch start plus the minimum delay, in
+    /// the era's integer widths (`hz` is a constant for the usual HZ, see `with_hz`).
+    #[inline(always)]
+    fn epoch_time(&self, p: &Profile, now: u32, dmin_j: u32, hz: u32) -> u64 {
+        match p.cubic_t {
+            // 4.1+: `t = (s32)(tcp_jiffies32 - epoch_start); t += delay; t <<= 10; t /= HZ`
+            // on a u64 (the 2015 stretch-ACK series).
+            CubicTime::S64 => {
+                let elapsed = now.wrapping_sub(self.epoch_start) as i32 as i64 as u64;
+                (elapsed.wrapping_add(u64::from(dmin_j)) << BICTCP_HZ) / u64::from(hz)
+            }
+            // 2.6.39 - 3.x: `msecs_to_jiffies()` returns `unsigned long`, so the u32 jiffies
+            // and epoch are widened and the sum, shift and division are 64-bit on a 64-bit
+            // machine; the result is stored in the u32 `t`. A jiffies wrap between the epoch
+            // start and now makes the difference wrap near 2^64, not 2^32.
+            CubicTime::Ulong => {
+                let sum = u64::from(now)
+                    .wrapping_add(u64::from(dmin_j))
+                    .wrapping_sub(u64::from(self.epoch_start));
+                u64::from(((sum << BICTCP_HZ) / u64::from(hz)) as u32)
+            }
+            // To 2.6.38: all u32 (`delay_min >> 3` is a u32).
+            CubicTime::U32 => {
+                let sum = now.wrapping_add(dmin_j).wrapping_sub(self.epoch_start);
+                u64::from((sum << BICTCP_HZ) / hz)
+            }
+        }
+    }
+
     fn recompute_cnt(&mut self, u: &CubicUpdate<'_>) {
         let p = u.profile;
         let cwnd = u.cwnd;
@@ -146,30 +175,7 @@ impl Cubic {
 
         // t in 1/1024 s since the epoch start, plus the minimum delay.
         let dmin_j = delay_min_jiffies(self.ss.delay_min, u.clock_kind, u.clock);
-        let hz = u64::from(u.clock.hz());
-        let t: u64 = match p.cubic_t {
-            // 4.1+: `t = (s32)(tcp_jiffies32 - epoch_start); t += delay; t <<= 10; t /= HZ`
-            // on a u64 (the 2015 stretch-ACK series).
-            CubicTime::S64 => {
-                let elapsed = now.wrapping_sub(self.epoch_start) as i32 as i64 as u64;
-                (elapsed.wrapping_add(u64::from(dmin_j)) << BICTCP_HZ) / hz
-            }
-            // 2.6.39 - 3.x: `msecs_to_jiffies()` returns `unsigned long`, so the u32 jiffies
-            // and epoch are widened and the sum, shift and division are 64-bit on a 64-bit
-            // machine; the result is stored in the u32 `t`. A jiffies wrap between the epoch
-            // start and now makes the difference wrap near 2^64, not 2^32.
-            CubicTime::Ulong => {
-                let sum = u64::from(now)
-                    .wrapping_add(u64::from(dmin_j))
-                    .wrapping_sub(u64::from(self.epoch_start));
-                u64::from(((sum << BICTCP_HZ) / hz) as u32)
-            }
-            // To 2.6.38: all u32 (`delay_min >> 3` is a u32).
-            CubicTime::U32 => {
-                let sum = now.wrapping_add(dmin_j).wrapping_sub(self.epoch_start);
-                u64::from((sum << BICTCP_HZ) / u.clock.hz())
-            }
-        };
+        let t = crate::clock::with_hz(u.clock.hz(), |hz| self.epoch_time(p, now, dmin_j, hz));
         let k = u64::from(self.bic_k);
         let offs = k.abs_diff(t);
 
