@@ -6,9 +6,9 @@
 //! `snd_una`; the model's `snd_una` is "largest acknowledged + 1").
 //!
 //! Following one ACK reads like the kernel: [`KernelCc::on_ack`] (`driver.rs`, the era's
-//! `tcp_ack()`) calls the module's hooks ([`CongestionOps`] on [`CcModule`]: `cubic`, `bic`,
-//! `reno`), which call the shared steps of [`crate::tcp_cong`]. HyStart and HyStart++ are
-//! CUBIC's ([`crate::cubic::CubicSlowStart`]); BIC and Reno run them only when a spec names
+//! `tcp_ack()`) calls the module's hooks (the crate's `CongestionOps` trait on [`CcModule`]: `cubic`,
+//! `bic`, `reno`), which call the shared steps of `tcp_cong.rs` (the kernel's `tcp_cong.c`).
+//! HyStart and HyStart++ are CUBIC's ([`crate::hooks::CubicSlowStart`]); BIC and Reno run them only when a spec names
 //! them (`Profile::slow_start_for`). This file builds the model, runs a hook with its
 //! context and turns what the hook decided into events; `view.rs` reads the state.
 //!

@@ -28,9 +28,19 @@
 
 use thiserror::Error;
 
-use crate::engine::{AckEvent, CcModule, KernelCc};
+// The types a start state and the model's read-back are made of (the modules that define them
+// are private).
+pub use crate::bic::Bic;
+pub use crate::clock::KernelClock;
+pub use crate::cubic::delay::DelayRules;
+pub use crate::cubic::hystart::{HyStart, HyStartInput};
+pub use crate::cubic::hystart_pp::{HyStartPp, PpTransition};
+pub use crate::cubic::{Cubic, CubicSlowStart};
+pub use crate::engine::{AckEvent, CcModule, KernelCc, LossSignal};
+pub use crate::reno::Reno;
+pub use crate::tcp_sock::{CaState, PacingInputs, TcpSock, TCP_INFINITE_SSTHRESH};
+
 use crate::ops::CongestionOps;
-use crate::tcp_sock::{CaState, TCP_INFINITE_SSTHRESH};
 
 /// A state to start the model from. Fields left `None` keep what `init` gave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

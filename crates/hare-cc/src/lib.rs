@@ -101,7 +101,10 @@
 //!   [`ExitReason`], [`Phase`], [`Snapshot`].
 //! - Profiles: [`Profile`], [`ProfileBuilder`], [`ProfileError`], [`Algorithm`], and the era
 //!   switches the typed getters return ([`profile`] module).
-//! - Kernel-model access hook by hook for differential tests: the [`hooks`] module.
+//! - The kernel model for differential tests and research tools: [`engine::KernelCc`] with
+//!   [`engine::AckEvent`], driven hook by hook from a chosen state through the [`hooks`]
+//!   module, which also names the model's state types ([`hooks::TcpSock`],
+//!   [`hooks::Cubic`], [`hooks::Bic`], [`hooks::Reno`], [`hooks::KernelClock`], ...).
 //!
 //! `crates/hare-cc/public-api.txt` in the source repository lists every public path; a test
 //! compares it with the crate, so a change to the surface shows in review.
@@ -126,38 +129,82 @@
 //! The crate has two layers:
 //! - a *kernel model* in the kernel's own units (cwnd in segments with the fractional
 //!   `snd_cwnd_cnt` counter, time on a jiffies / ms / us clock chosen by the [`Profile`]):
-//!   [`engine::KernelCc`] runs one algorithm module's `tcp_congestion_ops`
-//!   ([`ops::CongestionOps`]: CUBIC with its HyStart, BIC, Reno, calling the shared steps of
-//!   [`tcp_cong`]) in the order the named kernel version's `tcp_ack()` runs them, with that
-//!   version's arithmetic; [`hooks`] drives it hook by hook from a chosen state;
+//!   [`engine::KernelCc`] runs one algorithm module's `tcp_congestion_ops` (`init`,
+//!   `ssthresh`, `cong_avoid`, `set_state`, `cwnd_event`, `pkts_acked`, `undo_cwnd`: CUBIC
+//!   with its HyStart, BIC, Reno, each a private module calling the shared steps of the
+//!   kernel's `tcp_cong.c`) in the order the named kernel version's `tcp_ack()` runs them,
+//!   with that version's arithmetic; [`hooks`] drives it hook by hook from a chosen state and
+//!   names the state types (everything else of the model is private);
 //! - a *quinn adapter* that converts quinn's bytes and `Instant`s into that model and
 //!   implements `quinn_proto::congestion::Controller`.
 #![warn(missing_docs)]
+#![warn(unnameable_types)]
+
+// The kernel model's modules are private: the stable ways in are the re-exports below, the
+// front-page modules (`events`, `observer`, `profile`, `profile_kinds`, `spec`), the model
+// (`engine`) and its hook-by-hook API (`hooks`). With the `testing` feature (this crate's own
+// tests and fuzz target, not a stable API) they are public, hidden from the docs.
 
 mod ack;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
 pub mod adapter;
+#[cfg(not(feature = "testing"))]
+mod adapter;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
 pub mod bic;
+#[cfg(not(feature = "testing"))]
+mod bic;
 mod cc_module;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
 pub mod clock;
+#[cfg(not(feature = "testing"))]
+mod clock;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
 pub mod cuberoot;
+#[cfg(not(feature = "testing"))]
+mod cuberoot;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
 pub mod cubic;
+#[cfg(not(feature = "testing"))]
+mod cubic;
 mod driver;
 pub mod engine;
 pub mod events;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
 pub mod factory;
+#[cfg(not(feature = "testing"))]
+mod factory;
 pub mod hooks;
 pub mod observer;
-pub mod ops;
+mod ops;
 pub mod profile;
 mod profile_builder;
 mod profile_keys;
 pub mod profile_kinds;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
 pub mod reno;
+#[cfg(not(feature = "testing"))]
+mod reno;
 #[cfg(feature = "testing")]
 pub mod script;
 pub mod spec;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
 pub mod tcp_cong;
+#[cfg(not(feature = "testing"))]
+mod tcp_cong;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
 pub mod tcp_sock;
+#[cfg(not(feature = "testing"))]
+mod tcp_sock;
 mod view;
 
 pub use adapter::HareController;

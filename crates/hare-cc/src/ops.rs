@@ -119,7 +119,7 @@ pub enum CaEvent {
 }
 
 /// `struct tcp_congestion_ops` as hare's algorithm modules implement it.
-pub trait CongestionOps {
+pub(crate) trait CongestionOps {
     /// `.init` (`bictcp_init`): module parameters such as `initial_ssthresh`, the first
     /// HyStart round. Runs once, after `tcp_init_congestion_control()` set the window.
     fn init(&mut self, ctx: &mut OpsCtx<'_>);

@@ -244,13 +244,13 @@ fn fact8_modern_update() {
         clock: &clock,
         clock_kind: ClockKind::Us,
     };
-    c.update(&upd(j0, 1));
+    c.bictcp_update(&upd(j0, 1));
     assert_eq!(c.epoch_start, j0);
     assert_eq!(c.bic_k, 7380);
     assert_eq!(c.bic_origin_point, 850);
     // 1000 jiffies later: t = (1000 + 80) << 10 / 1000 = 1105, offs = 6275, delta = 92,
     // target = 758, cnt = 700 / 58 = 12.
-    c.update(&upd(j0 + 1000, 1));
+    c.bictcp_update(&upd(j0 + 1000, 1));
     assert_eq!(c.cnt, 12);
 }
 
@@ -265,7 +265,7 @@ fn fact9_reno_estimate_step() {
     let mut c = Cubic::new(&p);
     let mut now = 1_000u32;
     for _ in 0..(187 * 2 + 1) {
-        c.update(&CubicUpdate {
+        c.bictcp_update(&CubicUpdate {
             profile: &p,
             cwnd: 100,
             acked: 1,
@@ -284,7 +284,7 @@ fn fact10_modern_caps() {
     let clock = KernelClock::new(1000, 600_000);
     let mut c = Cubic::new(&p);
     // last_max = 0, target <= cwnd (origin = cwnd, t = K = 0): cnt = 100 * cwnd -> 20.
-    c.update(&CubicUpdate {
+    c.bictcp_update(&CubicUpdate {
         profile: &p,
         cwnd: 1000,
         acked: 1,
@@ -297,7 +297,7 @@ fn fact10_modern_caps() {
     let mut c = Cubic::new(&p);
     c.last_max_cwnd = 10;
     for now in [100u32, 100 + 20_000] {
-        c.update(&CubicUpdate {
+        c.bictcp_update(&CubicUpdate {
             profile: &p,
             cwnd: 20,
             acked: 1,
@@ -395,11 +395,11 @@ fn fact14_hz32_gate() {
         clock: &clock,
         clock_kind: ClockKind::Jiffies,
     };
-    c.update(&upd(10_000));
+    c.bictcp_update(&upd(10_000));
     let first = (c.cnt, c.last_time);
-    c.update(&upd(10_007));
+    c.bictcp_update(&upd(10_007));
     assert_eq!((c.cnt, c.last_time), first, "7 jiffies: gated");
-    c.update(&upd(10_008));
+    c.bictcp_update(&upd(10_008));
     assert_eq!(c.last_time, 10_008, "8 jiffies: recomputed");
 }
 

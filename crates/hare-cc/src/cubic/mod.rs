@@ -12,6 +12,8 @@ pub mod slow_start;
 pub mod update;
 
 pub use slow_start::{hystart_ack_delay_us, CubicSlowStart};
+// The growth constants and helpers by their short path (the crate's tests use them).
+#[cfg_attr(not(feature = "testing"), allow(unused_imports))]
 pub use update::{
     beta_scale, cube_factor, cube_rtt_scale, cubic_delta, CubicUpdate, ACK_RATIO_LIMIT,
     ACK_RATIO_SHIFT, BICTCP_BETA_SCALE, BICTCP_HZ,
@@ -92,7 +94,7 @@ impl Cubic {
     }
 
     /// `bictcp_reset()` on entering `TCP_CA_Loss`: the growth state, `epoch_start`,
-    /// `delay_min` and HyStart's `found` (the caller's [`CubicSlowStart::on_loss_state`]).
+    /// `delay_min` and HyStart's `found` (the caller's `CubicSlowStart::on_loss_state`).
     /// `loss_cwnd` is part of the reset up to 2.6.39; from 3.x (when undo started to use it)
     /// it is cleared only at init.
     pub fn reset_on_loss(&mut self, p: &Profile) {

@@ -68,7 +68,12 @@ impl CubicSlowStart {
 
     /// The delay part of `pkts_acked` (`bictcp_acked()`), after the module's `delayed_ack`:
     /// HyStart++'s per-ACK bookkeeping in slow start, then (2.6.29+) the delay sample.
-    pub fn pkts_acked(&mut self, ctx: &mut OpsCtx<'_>, epoch_start: u32, rtt_us: Option<u64>) {
+    pub(crate) fn pkts_acked(
+        &mut self,
+        ctx: &mut OpsCtx<'_>,
+        epoch_start: u32,
+        rtt_us: Option<u64>,
+    ) {
         if self.kind == SlowStartKind::HyStartPp && ctx.tp.in_slow_start(ctx.profile.ss_compare) {
             self.hystart_pp_ack(ctx, rtt_us);
         }
@@ -83,7 +88,12 @@ impl CubicSlowStart {
 
     /// 2.6.20 - 2.6.22 `measure_delay()`, called first in `bictcp_cong_avoid()` (before the
     /// cwnd-limited test) with the echoed timestamp's RTT.
-    pub fn measure_delay(&mut self, ctx: &mut OpsCtx<'_>, epoch_start: u32, rtt_us: Option<u64>) {
+    pub(crate) fn measure_delay(
+        &mut self,
+        ctx: &mut OpsCtx<'_>,
+        epoch_start: u32,
+        rtt_us: Option<u64>,
+    ) {
         if ctx.profile.rtt_sample != RttSample::Tsecr {
             return;
         }
@@ -217,7 +227,7 @@ impl CubicSlowStart {
     /// The slow-start step of `cong_avoid` for `acked` packets: the 2.6.29 round reset, then
     /// HyStart++'s increase or the era's `tcp_slow_start()`. Returns the packets left for
     /// congestion avoidance in the same call (0 when the ACK is used up).
-    pub fn slow_start(&mut self, ctx: &mut OpsCtx<'_>, acked: u32) -> u32 {
+    pub(crate) fn slow_start(&mut self, ctx: &mut OpsCtx<'_>, acked: u32) -> u32 {
         let p = ctx.profile;
         if self.kind == SlowStartKind::HyStart
             && p.hystart_round_reset == RoundReset::CongAvoid
@@ -243,7 +253,7 @@ impl CubicSlowStart {
     /// The `set_state(TCP_CA_Loss)` part: `bictcp_reset()` clears `delay_min` and `found`,
     /// `bictcp_hystart_reset()` starts a round; HyStart++ is for the initial slow start only
     /// (RFC 9406 section 4.3) and gives way to standard slow start.
-    pub fn on_loss_state(&mut self, ctx: &OpsCtx<'_>) {
+    pub(crate) fn on_loss_state(&mut self, ctx: &OpsCtx<'_>) {
         self.delay_min = 0;
         self.hystart.found = 0;
         let now = hystart_clock(ctx.profile, ctx.clock, ctx.now_us);

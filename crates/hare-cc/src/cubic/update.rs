@@ -85,8 +85,15 @@ impl Cubic {
         }
     }
 
+    /// `bictcp_update()` alone, for this crate's exact-value tests (`testing` feature only;
+    /// the model calls it from `cong_avoid`).
+    #[cfg(feature = "testing")]
+    pub fn bictcp_update(&mut self, u: &CubicUpdate<'_>) {
+        self.update(u);
+    }
+
     /// `bictcp_update(ca, cwnd, acked)` of the era (`acked` = 1 per ACK in the old eras).
-    pub fn update(&mut self, u: &CubicUpdate<'_>) {
+    pub(crate) fn update(&mut self, u: &CubicUpdate<'_>) {
         let p = u.profile;
         let cwnd = u.cwnd;
         let now = u.now_jiffies;
