@@ -129,6 +129,8 @@ async fn quic_connection(
     let peer = incoming.remote_address();
     let hello_deadline = tokio::time::Instant::now() + opts.limits.hello_timeout;
     let observer = Observer::new();
+    // The controller is built for the connection from here on (for reverse mode's reports).
+    let cc_epoch = std::time::Instant::now();
     let mut qlog = match &opts.qlog {
         Some(dir) => Some(ConnectionQlog::create(
             dir,
@@ -171,6 +173,7 @@ async fn quic_connection(
         preauth: Some(ticket),
         hello_deadline,
         peer_cert: crate::trust::peer_fingerprint(&conn),
+        controller: Some((observer.clone(), cc_epoch)),
     };
     let res = serve_connection(ctx, &conn).await;
     if let Some(q) = qlog.as_mut() {
