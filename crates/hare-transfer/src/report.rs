@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use hare_report::{
-    jsonl, nuttcp, Event, EventKind, Interval, Record, Role, Run, RunHeader, Summary,
+    jsonl, nuttcp, Event, EventKind, Interval, Record, Role, Run, RunHeader, Summary, Tool,
 };
 use indicatif::MultiProgress;
 
@@ -233,9 +233,10 @@ impl RunLog {
             crate::iperf_extra::mark_reverse(&mut doc, self.run.header.role == Role::Sender);
         }
         match &self.json {
-            // The sender's run is one document; a receiver serves many jobs, so it writes one
-            // compact document per line (JSON lines), never documents back to back.
-            Some(JsonTarget::Stdout) if self.run.header.role == Role::Receiver => {
+            // hare-send's run is one document; hare-recv serves many jobs (reverse ones, where
+            // it sends, too), so it writes one compact document per line (JSON lines), never
+            // documents back to back.
+            Some(JsonTarget::Stdout) if self.run.header.tool == Tool::HareRecv => {
                 let mut out = std::io::stdout().lock();
                 let _ = serde_json::to_writer(&mut out, &doc);
                 let _ = writeln!(out);

@@ -85,6 +85,7 @@ pub(super) async fn serve(
         printer,
         output: ctx.opts.output.clone(),
         write_timeout: ctx.opts.limits.write_timeout,
+        stall_timeout: ctx.opts.limits.stall_timeout,
     };
     crate::sender::send_back(back, ctl_r, ctl_w).await
 }

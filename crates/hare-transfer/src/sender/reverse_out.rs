@@ -13,14 +13,16 @@ use std::time::{Duration, Instant};
 
 use hare_cc::Observer;
 use hare_report::{Role, RunHeader, Tool, Transport, Windows};
+use quinn::VarInt;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 use crate::channels::{ControlRead, ControlWrite};
 use crate::cpu::CpuClock;
 use crate::error::{Result, TransferError};
 use crate::intervals::SenderLines;
-use crate::protocol::{write_frame, FromRemoteSender, Job, ToReceiver};
+use crate::protocol::{close, write_frame, FromRemoteSender, Job, ToReceiver};
 use crate::quic_config::{Liveness, IDLE_TIMEOUT};
 use crate::report::{OutputOptions, Printer, RunLog};
 use crate::stop::Stop;
@@ -67,6 +69,32 @@ pub struct SendBack {
     pub output: OutputOptions,
     /// Longest one control message may take to be written.
     pub write_timeout: Duration,
+    /// A job whose data has not moved for this long is ended (the receiver's limit).
+    pub stall_timeout: Duration,
+}
+
+/// End the connection when no data has been handed to the transport for `limit`: a client
+/// that stops reading (its flow-control window stays shut) must not hold a job slot for
+/// ever.
+fn watch_stall(
+    conn: quinn::Connection,
+    written: Arc<AtomicU64>,
+    limit: Duration,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut last = (written.load(Ordering::Relaxed), Instant::now());
+        loop {
+            tokio::time::sleep(limit / 8).await;
+            let now = written.load(Ordering::Relaxed);
+            if now != last.0 {
+                last = (now, Instant::now());
+            } else if last.1.elapsed() >= limit {
+                let why = format!("no data moved for {} s", limit.as_secs());
+                conn.close(VarInt::from_u32(close::TIMEOUT), why.as_bytes());
+                return;
+            }
+        }
+    })
 }
 
 fn header(b: &SendBack) -> RunHeader {
@@ -146,6 +174,7 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
     };
     let mut tasks = DataTasks::new();
     spawn_bulk(&mut tasks, &b.job, &shared, t0);
+    let stall = watch_stall(b.conn.clone(), shared.written.clone(), b.stall_timeout);
     let mut inputs = Inputs {
         ctl_rx,
         tasks,
@@ -164,6 +193,7 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
     };
     let mut st = run_loop::run(&mut rec, &mut inputs, &cx, SenderLines::remote()).await;
     inputs.tasks.abort_all();
+    stall.abort();
     rec.log
         .set_iperf(iperf_context(&opener, None, b.peer, &b.job, streams, &cpu));
     let (run, _) = summarise(rec, &mut st, &b.job, &[], t0, &cpu, &shared.written)?;
