@@ -144,7 +144,7 @@ struct SendArgs {
     verbose: u8,
     /// Reverse mode (nuttcp -r, iperf3 -R): hare-recv sends the bulk job (-n or -T, -P, -R)
     /// back over the connection this side opens, so it works through a NAT; hare-recv's own
-    /// --cc controls it. Bulk over QUIC only.
+    /// --cc controls it. Bulk only (QUIC, or kernel TCP with --tcp).
     #[arg(short = 'r', long)]
     reverse: bool,
 }

@@ -144,6 +144,44 @@ fn a_stop_ends_a_reverse_run_with_a_summary_both_ends_agree_on() {
 }
 
 #[test]
+fn reverse_over_kernel_tcp_moves_the_same_bytes_over_two_connections() {
+    const BYTES: u64 = (6 << 20) + 777;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut ro = recv_options(dir.path().join("id"), None);
+    ro.tcp = Some(hare_transfer::tcp::TcpOptions::default());
+    ro.output.json = Some(JsonTarget::File(dir.path().join("recv.json")));
+    let recv = BackgroundReceiver::start(ro).expect("receiver");
+    let job = SendJob::Bulk {
+        bytes: Some(BYTES),
+        seconds: None,
+        streams: 2,
+    };
+    let mut o = send_options(recv.addr, None, job);
+    o.reverse = true;
+    o.identity = None;
+    o.tcp = Some(TcpSendOptions::default());
+    o.output.json = Some(JsonTarget::File(dir.path().join("send.json")));
+    let outcome = rt()
+        .block_on(send(o, Stop::never()))
+        .expect("reverse TCP run");
+    recv.stop().expect("receiver ran cleanly");
+    let s = outcome.run.summary.expect("summary");
+    assert_eq!(s.bytes, BYTES);
+    assert!(s.completed);
+    assert_eq!(outcome.run.header.transport, hare_report::Transport::Tcp);
+    assert!(outcome.run.header.controller.starts_with("kernel:"));
+    for name in ["send.json", "recv.json"] {
+        let doc = read_json(&dir.path().join(name));
+        assert_eq!(doc["start"]["test_start"]["reverse"], 1, "{name}");
+        let ends = doc["end"]["streams"].as_array().expect("end streams");
+        let by_stream: Vec<u64> = ends.iter().map(|e| u(&e["receiver"]["bytes"])).collect();
+        // -n splits evenly: the first stream takes the odd byte.
+        assert_eq!(by_stream, vec![BYTES / 2 + 1, BYTES / 2], "{name}");
+        assert_eq!(u(&doc["end"]["sum_sent"]["bytes"]), BYTES, "{name}");
+    }
+}
+
+#[test]
 fn what_reverse_mode_cannot_do_is_refused_before_connecting() {
     // Nothing listens there: each refusal must come before any attempt to connect.
     let nowhere = "127.0.0.1:9".parse().expect("address");
@@ -159,11 +197,14 @@ fn what_reverse_mode_cannot_do_is_refused_before_connecting() {
         parallel: 1,
     };
     let mut tcp = send_options(nowhere, None, bulk.clone());
-    tcp.tcp = Some(TcpSendOptions::default());
+    tcp.tcp = Some(TcpSendOptions {
+        pacing_rate: Some(1 << 20),
+        ..TcpSendOptions::default()
+    });
     let mut cc = send_options(nowhere, None, bulk);
     cc.cc = Some("reno".into());
     let cases = [
-        (tcp, "-r with --tcp"),
+        (tcp, "--pacing-rate with -r"),
         (send_options(nowhere, None, files), "-r with files"),
         (cc, "--cc with -r"),
     ];

@@ -130,8 +130,8 @@ pub(super) async fn run_job(
     } = &hello
     {
         // Reverse mode: this side sends the job back over the same connection.
-        return super::reverse::serve(&ctx, &hello, r, accepted, interval, printer, ctl_r, out.w)
-            .await;
+        let data = (ctl_r, out.w, data_rx);
+        return super::reverse::serve(&ctx, &hello, r, accepted, interval, printer, data).await;
     }
     let t0 = Instant::now();
     let cpu = CpuClock::start();

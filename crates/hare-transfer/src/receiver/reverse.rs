@@ -5,25 +5,27 @@
 //!
 //! The controller that sends is this receiver's own `--cc`: quinn builds a connection's
 //! congestion controller when the connection is accepted (`Incoming::accept_with` takes the
-//! whole server configuration), before the hello that asks for reverse mode can arrive.
+//! whole server configuration), before the hello that asks for reverse mode can arrive; over
+//! kernel TCP the data connections the client opens inherit the listening socket's
+//! `TCP_CONGESTION`, set from the same `--cc`.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
-use crate::channels::{ControlRead, ControlWrite};
+use tokio::sync::mpsc;
+
+use crate::channels::{ControlRead, ControlWrite, DataIn};
 use crate::error::{Result, TransferError};
-use crate::protocol::{Job, Reverse, ToReceiver};
+use crate::protocol::{DataHeader, DataKind, Job, Reverse, ToReceiver};
 use crate::report::Printer;
-use crate::sender::SendBack;
+use crate::sender::{BackPath, SendBack};
 
 use super::accept::Accepted;
 use super::job::JobCtx;
 use super::{logs, RecvOptions};
 
 /// What this receiver cannot do in reverse mode; `Err` is the reason to refuse.
-pub(super) fn check(opts: &RecvOptions, job: &Job) -> Result<(), String> {
-    if opts.tcp.is_some() {
-        return Err("reverse mode (-r) is not supported over kernel TCP; run it over QUIC".into());
-    }
+pub(super) fn check(_opts: &RecvOptions, job: &Job) -> Result<(), String> {
     if let Job::Files { .. } = job {
         return Err(
             "reverse mode (-r) moves bulk data only; to get files from this host, run hare-recv \
@@ -32,6 +34,49 @@ pub(super) fn check(opts: &RecvOptions, job: &Job) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// Where a kernel-TCP job's data connections arrive, with their headers.
+type DataRx = mpsc::Receiver<(DataHeader, DataIn)>;
+
+/// Kernel TCP: the job's data connections, which the client opens after the welcome (one per
+/// stream, each named by its header), all within `limit`.
+async fn tcp_streams(
+    mut data_rx: DataRx,
+    streams: u16,
+    limit: Duration,
+) -> Result<HashMap<u32, tokio::net::TcpStream>> {
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut got = HashMap::new();
+    while got.len() < usize::from(streams) {
+        let next = tokio::time::timeout_at(deadline, data_rx.recv()).await;
+        let (h, input) = match next {
+            Ok(Some(d)) => d,
+            Ok(None) => return Err(TransferError::Connection("the client went away".into())),
+            Err(_) => {
+                return Err(TransferError::Timeout(format!(
+                    "{} of {streams} data connections within {} s",
+                    got.len(),
+                    limit.as_secs()
+                )))
+            }
+        };
+        let fresh = !got.contains_key(&h.index);
+        match input {
+            DataIn::Tcp(s, _)
+                if h.kind == DataKind::Bulk && h.index < u32::from(streams) && fresh =>
+            {
+                got.insert(h.index, s);
+            }
+            _ => {
+                return Err(TransferError::Protocol(format!(
+                    "unexpected data connection (bulk stream number {})",
+                    h.index
+                )))
+            }
+        }
+    }
+    Ok(got)
 }
 
 /// Send the admitted bulk job back to the client, then report to it.
@@ -43,15 +88,8 @@ pub(super) async fn serve(
     accepted: Accepted,
     interval: Duration,
     printer: Printer,
-    ctl_r: ControlRead,
-    ctl_w: ControlWrite,
+    (ctl_r, ctl_w, data_rx): (ControlRead, ControlWrite, DataRx),
 ) -> Result<()> {
-    let (Some(conn), Some((observer, cc_epoch))) = (ctx.conn.clone(), ctx.controller.clone())
-    else {
-        return Err(TransferError::Protocol(
-            "reverse mode needs a QUIC connection".into(),
-        ));
-    };
     let Accepted::Bulk {
         bytes,
         seconds,
@@ -66,11 +104,26 @@ pub(super) async fn serve(
         ToReceiver::Hello { software, .. } => logs::clean(software, 100),
         _ => String::new(),
     };
+    let (path, controller) = match (ctx.conn.clone(), ctx.controller.clone()) {
+        (Some(conn), Some((observer, cc_epoch))) => {
+            let path = BackPath::Quic {
+                conn,
+                observer,
+                cc_epoch,
+            };
+            (path, ctx.opts.cc.name())
+        }
+        _ => {
+            let limit = ctx.opts.limits.hello_timeout;
+            let streams = tcp_streams(data_rx, streams, limit).await?;
+            let cc = streams.values().next().and_then(crate::tcp::congestion_of);
+            let label = format!("kernel:{}", cc.unwrap_or_else(|| "unknown".into()));
+            (BackPath::Tcp(streams), label)
+        }
+    };
     let back = SendBack {
-        conn,
-        observer,
-        cc_epoch,
-        controller: ctx.opts.cc.name(),
+        path,
+        controller,
         profile: ctx.opts.cc.profile(),
         job: Job::Bulk {
             bytes,
@@ -95,7 +148,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reverse_is_bulk_over_quic_only() {
+    fn reverse_is_bulk_only() {
         let mut opts = crate::testkit::recv_options("/nonexistent".into(), None);
         let bulk = Job::Bulk {
             bytes: Some(1),
@@ -111,6 +164,6 @@ mod tests {
         assert_eq!(check(&opts, &bulk), Ok(()));
         assert!(check(&opts, &files).is_err_and(|r| r.contains("bulk data only")));
         opts.tcp = Some(crate::tcp::TcpOptions::default());
-        assert!(check(&opts, &bulk).is_err_and(|r| r.contains("kernel TCP")));
+        assert_eq!(check(&opts, &bulk), Ok(()));
     }
 }

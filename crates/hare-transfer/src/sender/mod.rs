@@ -54,7 +54,7 @@ pub use plan::MAX_SECONDS;
 use plan::{plan, Plan};
 use probe::Probe;
 use recorder::Recorder;
-pub use reverse_out::{send_back, SendBack};
+pub use reverse_out::{send_back, BackPath, SendBack};
 use run_loop::{Context, Inputs};
 use tasks::{pacer, spawn_bulk, spawn_files, DataShared, DataTasks};
 
@@ -232,12 +232,12 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         &controller,
     )
     .await?;
-    if let (true, Opener::Quic(conn)) = (opts.reverse, &opener) {
+    if opts.reverse {
         let take = reverse_in::Take {
             opts: &opts,
             job: &job,
             addr,
-            conn: conn.clone(),
+            opener: opener.clone(),
             endpoint,
             window: link.window,
             granted,

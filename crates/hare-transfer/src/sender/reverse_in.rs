@@ -13,14 +13,16 @@ use std::time::{Duration, Instant};
 
 use hare_report::{Event, EventKind, Role, RunHeader, Summary, Tool, Transport, Windows};
 use quinn::VarInt;
+use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
-use crate::channels::{read_quic_header, ControlRead, ControlWrite};
+use crate::channels::{read_quic_header, ControlRead, ControlWrite, DataOut};
 use crate::cpu::CpuClock;
 use crate::error::{Result, TransferError};
 use crate::intervals::{settle, ArrivalIntervals};
 use crate::protocol::{
-    close, read_frame, write_frame, DataKind, FromRemoteSender, Job, ToSender, MAX_STREAMS,
+    close, read_frame, write_frame, DataHeader, DataKind, FromRemoteSender, Job, ToSender,
+    MAX_STREAMS,
 };
 use crate::receiver::{DURATION_GRACE, HEADER_TIMEOUT};
 use crate::report::{Printer, RunLog};
@@ -28,6 +30,7 @@ use crate::stop::{Stop, DEFAULT_STOP_REASON};
 
 use super::finish::iperf_context;
 use super::liveness::{describe_close, Silence};
+use super::opener::Opener;
 use super::plan::describe;
 use super::{SendJob, SendOptions, SendOutcome};
 
@@ -40,10 +43,10 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What cannot run in reverse mode, refused before connecting.
 pub(super) fn check(opts: &SendOptions) -> Result<()> {
-    if opts.tcp.is_some() {
+    if opts.tcp.as_ref().is_some_and(|t| t.pacing_rate.is_some()) {
         return Err(TransferError::Usage(
-            "-r with --tcp: reverse mode runs over QUIC only; to measure kernel TCP in that \
-             direction, run hare-recv --tcp here and hare-send --tcp on the other host"
+            "--pacing-rate with -r: the sending side paces, and in reverse mode that is \
+             hare-recv; use -R RATE, which it honours"
                 .into(),
         ));
     }
@@ -70,10 +73,21 @@ pub(super) struct Take<'a> {
     pub(super) opts: &'a SendOptions,
     pub(super) job: &'a Job,
     pub(super) addr: SocketAddr,
-    pub(super) conn: quinn::Connection,
+    /// The connection (QUIC) or how to open data connections (TCP).
+    pub(super) opener: Opener,
     pub(super) endpoint: Option<quinn::Endpoint>,
     pub(super) window: u64,
     pub(super) granted: u64,
+}
+
+impl Take<'_> {
+    /// The QUIC connection, if it is one.
+    fn conn(&self) -> Option<&quinn::Connection> {
+        match &self.opener {
+            Opener::Quic(c) => Some(c),
+            Opener::Tcp { .. } => None,
+        }
+    }
 }
 
 /// Peer text for this side's output: printable and short.
@@ -203,6 +217,74 @@ fn spawn_streams(
             });
         }
     });
+}
+
+/// Kernel TCP: open the job's data connections (one per stream, each named by its header
+/// and the session), which the remote sender writes to.
+async fn open_tcp_streams(opener: &Opener, streams: u16) -> Result<Vec<Arc<TcpStream>>> {
+    let mut out = Vec::new();
+    for index in 0..u32::from(streams) {
+        let h = DataHeader {
+            kind: DataKind::Bulk,
+            index,
+            offset: 0,
+            session: [0; 12],
+        };
+        if let DataOut::Tcp(s) = opener.open(h).await? {
+            out.push(s.stream.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Kernel TCP: count one data connection until the sender closes it, or aborts it once its
+/// time is up (`time_up`: the duration from before this side opened the connections, so
+/// earlier than any abort the sender's clock allows).
+async fn count_tcp(
+    s: Arc<TcpStream>,
+    (mine, all): (Arc<AtomicU64>, Arc<AtomicU64>),
+    limit: Option<u64>,
+    time_up: Option<Instant>,
+) -> Result<()> {
+    let mut buf = vec![0u8; 256 << 10];
+    loop {
+        let ready = s.readable().await;
+        let read = ready.and_then(|()| s.try_read(&mut buf));
+        match read {
+            Ok(0) => return Ok(()),
+            Ok(n) => {
+                let n = n as u64;
+                mine.fetch_add(n, Ordering::Relaxed);
+                let total = all.fetch_add(n, Ordering::Relaxed) + n;
+                if limit.is_some_and(|l| total > l) {
+                    return Err(TransferError::Protocol(
+                        "the receiver sent more bulk data than asked for".into(),
+                    ));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) if time_up.is_some_and(|t| Instant::now() >= t) => return Ok(()),
+            Err(e) => return Err(TransferError::Connection(format!("TCP read: {e}"))),
+        }
+    }
+}
+
+/// Kernel TCP: count every data connection; each one's end goes to `fin`.
+fn spawn_tcp_streams(
+    socks: Vec<Arc<TcpStream>>,
+    counters: Vec<Arc<AtomicU64>>,
+    all: Arc<AtomicU64>,
+    (limit, time_up): (Option<u64>, Option<Instant>),
+    fin: mpsc::Sender<Result<()>>,
+) {
+    for (s, mine) in socks.into_iter().zip(counters) {
+        let (all, fin) = (all.clone(), fin.clone());
+        tokio::spawn(async move {
+            let _ = fin
+                .send(count_tcp(s, (mine, all), limit, time_up).await)
+                .await;
+        });
+    }
 }
 
 mod run;

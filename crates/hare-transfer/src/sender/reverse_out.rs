@@ -26,10 +26,11 @@ use crate::protocol::{close, write_frame, FromRemoteSender, Job, ToReceiver};
 use crate::quic_config::{Liveness, IDLE_TIMEOUT};
 use crate::report::{OutputOptions, Printer, RunLog};
 use crate::stop::Stop;
+use crate::tcp::TcpOptions;
 
 use super::control::{spawn_reader, Ctl};
 use super::finish::{iperf_context, summarise};
-use super::opener::Opener;
+use super::opener::{lock, Opener};
 use super::plan::describe;
 use super::probe::Probe;
 use super::recorder::Recorder;
@@ -39,14 +40,25 @@ use super::tasks::{pacer, spawn_bulk, DataShared, DataTasks};
 /// The receiver's keep-alive (`Link::transport`), for the silence notes of its log.
 const RECEIVER_KEEP_ALIVE: Duration = Duration::from_secs(5);
 
+/// What a reverse job is sent over.
+pub enum BackPath {
+    /// The QUIC connection the client opened.
+    Quic {
+        /// The connection.
+        conn: quinn::Connection,
+        /// The observer of the connection's controller.
+        observer: Observer,
+        /// When that controller was built.
+        cc_epoch: Instant,
+    },
+    /// Kernel TCP: the data connections the client opened, by bulk stream number.
+    Tcp(HashMap<u32, tokio::net::TcpStream>),
+}
+
 /// An admitted reverse job, as the receiver hands it over.
 pub struct SendBack {
-    /// The connection the client opened.
-    pub conn: quinn::Connection,
-    /// The observer of the connection's controller.
-    pub observer: Observer,
-    /// When that controller was built.
-    pub cc_epoch: Instant,
+    /// What it is sent over.
+    pub path: BackPath,
     /// Its label (`cubic@linux-6`).
     pub controller: String,
     /// Its kernel profile, if any.
@@ -73,14 +85,10 @@ pub struct SendBack {
     pub stall_timeout: Duration,
 }
 
-/// End the connection when no data has been handed to the transport for `limit`: a client
-/// that stops reading (its flow-control window stays shut) must not hold a job slot for
-/// ever.
-fn watch_stall(
-    conn: quinn::Connection,
-    written: Arc<AtomicU64>,
-    limit: Duration,
-) -> JoinHandle<()> {
+/// End the connection (or the data connections) when no data has been handed to the
+/// transport for `limit`: a client that stops reading (its window stays shut) must not hold
+/// a job slot for ever.
+fn watch_stall(opener: Opener, written: Arc<AtomicU64>, limit: Duration) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut last = (written.load(Ordering::Relaxed), Instant::now());
         loop {
@@ -90,7 +98,17 @@ fn watch_stall(
                 last = (now, Instant::now());
             } else if last.1.elapsed() >= limit {
                 let why = format!("no data moved for {} s", limit.as_secs());
-                conn.close(VarInt::from_u32(close::TIMEOUT), why.as_bytes());
+                match &opener {
+                    Opener::Quic(conn) => {
+                        conn.close(VarInt::from_u32(close::TIMEOUT), why.as_bytes())
+                    }
+                    Opener::Tcp { sockets, .. } => {
+                        for (_, s) in lock(sockets).iter() {
+                            let how = std::net::Shutdown::Both;
+                            let _ = socket2::SockRef::from(&*s.stream).shutdown(how);
+                        }
+                    }
+                }
                 return;
             }
         }
@@ -103,7 +121,10 @@ fn header(b: &SendBack) -> RunHeader {
         tool: Tool::HareRecv,
         tool_version: env!("CARGO_PKG_VERSION").into(),
         role: Role::Sender,
-        transport: Transport::Quic,
+        transport: match b.path {
+            BackPath::Quic { .. } => Transport::Quic,
+            BackPath::Tcp(_) => Transport::Tcp,
+        },
         run_id: format!(
             "{}-{}",
             b.peer,
@@ -112,7 +133,10 @@ fn header(b: &SendBack) -> RunHeader {
         scenario: None,
         controller: b.controller.clone(),
         profile: b.profile.clone(),
-        mtu: u32::from(b.conn.stats().path.current_mtu),
+        mtu: match &b.path {
+            BackPath::Quic { conn, .. } => u32::from(conn.stats().path.current_mtu),
+            BackPath::Tcp(_) => 0,
+        },
         windows: Windows {
             stream_receive: Some(b.window),
             receive: None,
@@ -136,14 +160,34 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
         profile: b.profile.clone(),
     };
     bounded(limit, write_frame(&mut ctl_w, &start)).await?;
-    let opener = Opener::Quic(b.conn.clone());
+    let head = header(&b);
+    let (opener, observer, cc_epoch, lines) = match b.path {
+        BackPath::Quic {
+            conn,
+            observer,
+            cc_epoch,
+        } => (
+            Opener::Quic(conn),
+            observer,
+            cc_epoch,
+            SenderLines::remote(),
+        ),
+        // Kernel TCP: the lines are what the client acknowledged (TCP_INFO by connection),
+        // as a forward `--tcp` sender's.
+        BackPath::Tcp(streams) => (
+            given_opener(b.peer, streams),
+            Observer::new(),
+            Instant::now(),
+            SenderLines::local(),
+        ),
+    };
     let t0 = Instant::now();
     let cpu = CpuClock::start();
     let streams = match &b.job {
         Job::Bulk { streams, .. } => *streams,
         Job::Files { .. } => 1,
     };
-    let mut log = RunLog::new(header(&b), b.printer.clone(), &b.output)?;
+    let mut log = RunLog::new(head, b.printer.clone(), &b.output)?;
     log.set_reverse();
     log.note(&format!(
         "hare-recv -> {} ({}): reverse mode, sending {}, controller {}",
@@ -152,7 +196,7 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
         describe(&b.job),
         b.controller
     ));
-    let probe = Probe::new(&opener, &b.observer, b.cc_epoch, t0, &b.controller);
+    let probe = Probe::new(&opener, &observer, cc_epoch, t0, &b.controller);
     let mut rec = Recorder {
         log,
         probe,
@@ -174,7 +218,7 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
     };
     let mut tasks = DataTasks::new();
     spawn_bulk(&mut tasks, &b.job, &shared, t0);
-    let stall = watch_stall(b.conn.clone(), shared.written.clone(), b.stall_timeout);
+    let stall = watch_stall(opener.clone(), shared.written.clone(), b.stall_timeout);
     let mut inputs = Inputs {
         ctl_rx,
         tasks,
@@ -191,7 +235,7 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
             keep_alive: RECEIVER_KEEP_ALIVE,
         },
     };
-    let mut st = run_loop::run(&mut rec, &mut inputs, &cx, SenderLines::remote()).await;
+    let mut st = run_loop::run(&mut rec, &mut inputs, &cx, lines).await;
     inputs.tasks.abort_all();
     stall.abort();
     rec.log
@@ -209,6 +253,17 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
         let _ = ctl_w.shutdown().await;
     }
     Ok(())
+}
+
+/// An opener that hands out the client's data connections instead of connecting.
+fn given_opener(peer: SocketAddr, streams: HashMap<u32, tokio::net::TcpStream>) -> Opener {
+    Opener::Tcp {
+        addr: peer,
+        opts: TcpOptions::default(),
+        session: [0; 12],
+        sockets: Arc::default(),
+        given: Some(Arc::new(std::sync::Mutex::new(streams))),
+    }
 }
 
 /// A control write within `limit`.

@@ -1,6 +1,7 @@
 //! The reverse run's loop and its end: ticks, streams ending, the remote sender's words, a
 //! stop, the connection closing; then `done`, the sender's report and the summary.
 
+use super::super::finish::close_connection;
 use super::summary::{header, summary_of};
 use super::*;
 
@@ -24,6 +25,17 @@ struct Loop<'a> {
     counters: Vec<Arc<AtomicU64>>,
     arrivals: ArrivalIntervals,
     t0: Instant,
+    /// Kernel TCP, timed job: from when an aborted data connection is a normal end.
+    time_up: Option<Instant>,
+}
+
+/// The connection's end, or never (kernel TCP has no connection to watch: its control and
+/// data connections report their own ends).
+async fn closed(conn: Option<&quinn::Connection>) -> quinn::ConnectionError {
+    match conn {
+        Some(c) => c.closed().await,
+        None => std::future::pending().await,
+    }
 }
 
 impl Loop<'_> {
@@ -38,8 +50,8 @@ impl Loop<'_> {
     /// close code), else `fallback`.
     fn why_closed(&self, fallback: String) -> String {
         self.t
-            .conn
-            .close_reason()
+            .conn()
+            .and_then(quinn::Connection::close_reason)
             .map(|r| describe_close(&r, &self.t.opts.liveness))
             .unwrap_or(fallback)
     }
@@ -48,12 +60,13 @@ impl Loop<'_> {
         settle().await;
         let counts = self.counts();
         let bytes = counts.iter().sum();
-        let srtt = self.t.conn.stats().path.rtt.as_secs_f64() * 1e3;
-        let iv = self.arrivals.close(bytes, &counts, Some(srtt));
+        let stats = self.t.conn().map(quinn::Connection::stats);
+        let srtt = stats.as_ref().map(|s| s.path.rtt.as_secs_f64() * 1e3);
+        let iv = self.arrivals.close(bytes, &counts, srtt);
         send(&mut self.ctl_w, &iv.message()).await?;
         self.log.line(iv.line());
-        let heard = self.t.conn.stats().udp_rx.datagrams;
-        if let Some(message) = silence.check(heard, Instant::now()) {
+        let heard = stats.map(|s| s.udp_rx.datagrams);
+        if let Some(message) = heard.and_then(|h| silence.check(h, Instant::now())) {
             self.note(message);
         }
         Ok(())
@@ -67,26 +80,27 @@ impl Loop<'_> {
     }
 
     /// Until every stream ended, or the run failed.
-    async fn run(&mut self, streams: usize, overrun: Instant) -> Ended {
+    async fn run(&mut self, tcp: Vec<Arc<TcpStream>>, overrun: Instant) -> Ended {
+        let streams = self.counters.len();
         let (fin_tx, mut fin_rx) = mpsc::channel(streams.max(1));
         let limit = match self.t.job {
             Job::Bulk { bytes, .. } => *bytes,
             Job::Files { .. } => None,
         };
         let all = Arc::new(AtomicU64::new(0));
-        spawn_streams(
-            self.t.conn.clone(),
-            self.counters.clone(),
-            all,
-            limit,
-            fin_tx,
-        );
+        match self.t.conn() {
+            Some(c) => spawn_streams(c.clone(), self.counters.clone(), all, limit, fin_tx),
+            None => {
+                let time_up = self.time_up;
+                spawn_tcp_streams(tcp, self.counters.clone(), all, (limit, time_up), fin_tx)
+            }
+        }
         let interval = self.t.opts.interval;
         let first = tokio::time::Instant::from_std(self.t0 + interval);
         let mut ticker = tokio::time::interval_at(first, interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut silence = Silence::new(self.t.opts.liveness, self.t0);
-        let conn = self.t.conn.clone();
+        let conn = self.t.conn().cloned();
         let mut end = Ended {
             failure: None,
             interrupted: false,
@@ -103,7 +117,7 @@ impl Loop<'_> {
                 f = fin_rx.recv() => match f {
                     Some(Ok(())) => finished += 1,
                     // A stream breaks when the connection does: its reason says more.
-                    Some(Err(e)) => end.failure = Some(match self.t.conn.close_reason() {
+                    Some(Err(e)) => end.failure = Some(match self.t.conn().and_then(quinn::Connection::close_reason) {
                         Some(r) => TransferError::Connection(describe_close(
                             &r,
                             &self.t.opts.liveness,
@@ -127,7 +141,7 @@ impl Loop<'_> {
                     }
                     None => {}
                 },
-                e = conn.closed() => {
+                e = closed(conn.as_ref()) => {
                     end.failure = Some(TransferError::Connection(describe_close(
                         &e,
                         &self.t.opts.liveness,
@@ -204,8 +218,17 @@ pub(in crate::sender) async fn take(
             "reverse mode moves bulk data only".into(),
         ));
     };
-    t.conn
-        .set_max_concurrent_uni_streams(VarInt::from_u32(u32::from(streams.min(MAX_STREAMS))));
+    // Kernel TCP: the timed job's time counts from before the data connections are opened,
+    // so that the sender's abort at its end always comes after it.
+    let opened = Instant::now();
+    let tcp = match t.conn() {
+        Some(c) => {
+            let n = u32::from(streams.min(MAX_STREAMS));
+            c.set_max_concurrent_uni_streams(VarInt::from_u32(n));
+            Vec::new()
+        }
+        None => open_tcp_streams(&t.opener, streams).await?,
+    };
     let (controller, profile) = start(&mut ctl_r).await?;
     let t0 = Instant::now();
     let cpu = CpuClock::start();
@@ -236,8 +259,9 @@ pub(in crate::sender) async fn take(
         counters,
         arrivals: ArrivalIntervals::new(t0),
         t0,
+        time_up: seconds.map(|s| opened + Duration::from_secs_f64(s)),
     };
-    let mut end = lp.run(usize::from(streams), overrun).await;
+    let mut end = lp.run(tcp, overrun).await;
     let end_s = t0.elapsed().as_secs_f64();
     let counts = lp.counts();
     let total: u64 = counts.iter().sum();
@@ -258,11 +282,10 @@ pub(in crate::sender) async fn take(
     }
     log.stream_totals(counts);
     let summary = summary_of(&mut log, &end, total, end_s, cpu_pct, &controller, seconds);
-    let opener = super::super::opener::Opener::Quic(t.conn.clone());
-    let cx = iperf_context(&opener, t.endpoint.as_ref(), t.addr, t.job, streams, &cpu);
+    let cx = iperf_context(&t.opener, t.endpoint.as_ref(), t.addr, t.job, streams, &cpu);
     log.set_iperf(cx);
     let run = log.finish(summary)?;
-    t.conn.close(VarInt::from_u32(close::DONE), b"");
+    close_connection(&t.opener, false);
     if let Some(e) = &t.endpoint {
         let _ = tokio::time::timeout(Duration::from_secs(1), e.wait_idle()).await;
     }

@@ -79,10 +79,16 @@ pub(super) fn summary_of(
 pub(super) fn header(t: &Take<'_>, controller: &str, profile: Option<String>) -> RunHeader {
     RunHeader {
         schema: hare_report::SCHEMA.into(),
-        tool: Tool::HareSend,
+        tool: match t.conn() {
+            Some(_) => Tool::HareSend,
+            None => Tool::KernelTcp,
+        },
         tool_version: env!("CARGO_PKG_VERSION").into(),
         role: Role::Receiver,
-        transport: Transport::Quic,
+        transport: match t.conn() {
+            Some(_) => Transport::Quic,
+            None => Transport::Tcp,
+        },
         run_id: format!(
             "{}-{}",
             t.addr,
@@ -91,12 +97,15 @@ pub(super) fn header(t: &Take<'_>, controller: &str, profile: Option<String>) ->
         scenario: None,
         controller: controller.to_owned(),
         profile,
-        mtu: t
-            .opts
-            .link
-            .mtu
-            .map(u32::from)
-            .unwrap_or_else(|| u32::from(t.conn.stats().path.current_mtu)),
+        mtu: match t.conn() {
+            Some(c) => t
+                .opts
+                .link
+                .mtu
+                .map(u32::from)
+                .unwrap_or_else(|| u32::from(c.stats().path.current_mtu)),
+            None => 0,
+        },
         windows: Windows {
             stream_receive: Some(t.window),
             receive: Some(t.granted),
