@@ -106,6 +106,18 @@ pub(super) async fn serve(
     };
     let (path, controller) = match (ctx.conn.clone(), ctx.controller.clone()) {
         (Some(conn), Some((observer, cc_epoch))) => {
+            // A sender's send window is its `-w` x streams (as hare-send's forward), within
+            // the memory bound this receiver puts on a connection's window.
+            let link = crate::quic_config::Link {
+                streams,
+                ..ctx.opts.link
+            };
+            let max = ctx
+                .opts
+                .limits
+                .max_window
+                .max(crate::quic_config::MIN_WINDOW);
+            conn.set_send_window(link.connection_window().min(max));
             let path = BackPath::Quic {
                 conn,
                 observer,
