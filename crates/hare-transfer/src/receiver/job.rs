@@ -48,7 +48,7 @@ pub(super) struct JobCtx {
     pub(super) peer_cert: Option<Fingerprint>,
     /// QUIC: the observer of this connection's controller and when it was built (reverse
     /// mode, where this side sends, reports what the controller decided).
-    pub(super) controller: Option<(hare_cc::Observer, Instant)>,
+    pub(super) controller: Option<super::reverse::SendingCc>,
 }
 
 /// The control stream's writing half, every message bounded in time.

@@ -21,6 +21,7 @@ use crate::stop::Stop;
 use super::gate::{Gate, Ticket};
 use super::job::{run_job, JobCtx};
 use super::logs;
+use super::reverse::{QlogSlot, SendingCc};
 use super::{RecvOptions, REFUSE_TIMEOUT};
 
 /// How long a finished job waits for the sender to close after the last verdict.
@@ -147,6 +148,8 @@ async fn quic_connection(
     if let Some(q) = qlog.as_mut() {
         transport.qlog_stream(q.stream.take());
     }
+    // Shared with a reverse job, whose sampler reads the controller's events as it sends.
+    let qlog: QlogSlot = Arc::new(std::sync::Mutex::new(qlog));
     let mut sc = quinn::ServerConfig::with_crypto(crypto);
     sc.transport_config(Arc::new(transport));
     let secs = opts.limits.hello_timeout.as_secs();
@@ -173,10 +176,14 @@ async fn quic_connection(
         preauth: Some(ticket),
         hello_deadline,
         peer_cert: crate::trust::peer_fingerprint(&conn),
-        controller: Some((observer.clone(), cc_epoch)),
+        controller: Some(SendingCc {
+            observer: observer.clone(),
+            epoch: cc_epoch,
+            qlog: qlog.clone(),
+        }),
     };
     let res = serve_connection(ctx, &conn).await;
-    if let Some(q) = qlog.as_mut() {
+    if let Some(q) = qlog.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
         q.cc_events(
             &observer
                 .drain_all()

@@ -24,6 +24,20 @@ use super::accept::Accepted;
 use super::job::JobCtx;
 use super::{logs, RecvOptions};
 
+/// The qlog of a connection, shared by the connection's task and a reverse job on it.
+pub(super) type QlogSlot = std::sync::Arc<std::sync::Mutex<Option<crate::qlog::ConnectionQlog>>>;
+
+/// QUIC: what a reverse job needs of the connection's controller.
+#[derive(Clone)]
+pub(super) struct SendingCc {
+    /// The observer the controller reports to.
+    pub(super) observer: hare_cc::Observer,
+    /// When the controller was built.
+    pub(super) epoch: std::time::Instant,
+    /// The connection's qlog, whose controller sidecar the job writes while it samples.
+    pub(super) qlog: QlogSlot,
+}
+
 /// What this receiver cannot do in reverse mode; `Err` is the reason to refuse.
 pub(super) fn check(_opts: &RecvOptions, job: &Job) -> Result<(), String> {
     if let Job::Files { .. } = job {
@@ -105,7 +119,7 @@ pub(super) async fn serve(
         _ => String::new(),
     };
     let (path, controller) = match (ctx.conn.clone(), ctx.controller.clone()) {
-        (Some(conn), Some((observer, cc_epoch))) => {
+        (Some(conn), Some(cc)) => {
             // A sender's send window is its `-w` x streams (as hare-send's forward), within
             // the memory bound this receiver puts on a connection's window.
             let link = crate::quic_config::Link {
@@ -120,8 +134,9 @@ pub(super) async fn serve(
             conn.set_send_window(link.connection_window().min(max));
             let path = BackPath::Quic {
                 conn,
-                observer,
-                cc_epoch,
+                observer: cc.observer,
+                cc_epoch: cc.epoch,
+                qlog: cc.qlog,
             };
             (path, ctx.opts.cc.name())
         }

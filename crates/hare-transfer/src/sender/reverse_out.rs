@@ -23,6 +23,7 @@ use crate::cpu::CpuClock;
 use crate::error::{Result, TransferError};
 use crate::intervals::SenderLines;
 use crate::protocol::{close, write_frame, FromRemoteSender, Job, ToReceiver};
+use crate::qlog::ConnectionQlog;
 use crate::quic_config::{Liveness, IDLE_TIMEOUT};
 use crate::report::{OutputOptions, Printer, RunLog};
 use crate::stop::Stop;
@@ -50,6 +51,9 @@ pub enum BackPath {
         observer: Observer,
         /// When that controller was built.
         cc_epoch: Instant,
+        /// The connection's qlog, if any: its controller sidecar gets the events the
+        /// sampler reads (the slot is given back at the end).
+        qlog: Arc<std::sync::Mutex<Option<ConnectionQlog>>>,
     },
     /// Kernel TCP: the data connections the client opened, by bulk stream number.
     Tcp(HashMap<u32, tokio::net::TcpStream>),
@@ -161,16 +165,18 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
     };
     bounded(limit, write_frame(&mut ctl_w, &start)).await?;
     let head = header(&b);
-    let (opener, observer, cc_epoch, lines) = match b.path {
+    let (opener, observer, cc_epoch, lines, slot) = match b.path {
         BackPath::Quic {
             conn,
             observer,
             cc_epoch,
+            qlog,
         } => (
             Opener::Quic(conn),
             observer,
             cc_epoch,
             SenderLines::remote(),
+            Some(qlog),
         ),
         // Kernel TCP: the lines are what the client acknowledged (TCP_INFO by connection),
         // as a forward `--tcp` sender's.
@@ -179,6 +185,7 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
             Observer::new(),
             Instant::now(),
             SenderLines::local(),
+            None,
         ),
     };
     let t0 = Instant::now();
@@ -200,7 +207,7 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
     let mut rec = Recorder {
         log,
         probe,
-        qlog: None,
+        qlog: slot.as_ref().and_then(|s| lock(s).take()),
         first_exit: None,
     };
     let (ctl_tx, ctl_rx) = mpsc::channel::<Ctl>(256);
@@ -240,7 +247,10 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
     stall.abort();
     rec.log
         .set_iperf(iperf_context(&opener, None, b.peer, &b.job, streams, &cpu));
-    let (run, _) = summarise(rec, &mut st, &b.job, &[], t0, &cpu, &shared.written)?;
+    let (run, qlog) = summarise(rec, &mut st, &b.job, &[], t0, &cpu, &shared.written)?;
+    if let Some(s) = &slot {
+        *lock(s) = qlog;
+    }
     if let Some(e) = st.failure.take() {
         return Err(e);
     }
