@@ -68,7 +68,7 @@ pub(super) fn plan_job(
         return Err("the first message must be a hello".into());
     };
     if reverse.is_some() {
-        super::reverse::check(opts, job)?;
+        super::reverse::check(job)?;
     }
     let l = &opts.limits;
     let grant = (*window).clamp(crate::quic_config::MIN_WINDOW, l.max_window);

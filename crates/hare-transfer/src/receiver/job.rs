@@ -46,8 +46,8 @@ pub(super) struct JobCtx {
     pub(super) hello_deadline: tokio::time::Instant,
     /// The fingerprint of the certificate the sender presented (QUIC, mutual TLS).
     pub(super) peer_cert: Option<Fingerprint>,
-    /// QUIC: the observer of this connection's controller and when it was built (reverse
-    /// mode, where this side sends, reports what the controller decided).
+    /// QUIC: this connection's controller (its observer, when it was built) and qlog, for
+    /// reverse mode, where this side sends and reports what the controller decided.
     pub(super) controller: Option<super::reverse::SendingCc>,
 }
 

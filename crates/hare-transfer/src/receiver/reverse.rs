@@ -22,7 +22,7 @@ use crate::sender::{BackPath, SendBack};
 
 use super::accept::Accepted;
 use super::job::JobCtx;
-use super::{logs, RecvOptions};
+use super::logs;
 
 /// The qlog of a connection, shared by the connection's task and a reverse job on it.
 pub(super) type QlogSlot = std::sync::Arc<std::sync::Mutex<Option<crate::qlog::ConnectionQlog>>>;
@@ -39,7 +39,7 @@ pub(super) struct SendingCc {
 }
 
 /// What this receiver cannot do in reverse mode; `Err` is the reason to refuse.
-pub(super) fn check(_opts: &RecvOptions, job: &Job) -> Result<(), String> {
+pub(super) fn check(job: &Job) -> Result<(), String> {
     if let Job::Files { .. } = job {
         return Err(
             "reverse mode (-r) moves bulk data only; to get files from this host, run hare-recv \
@@ -176,7 +176,6 @@ mod tests {
 
     #[test]
     fn reverse_is_bulk_only() {
-        let mut opts = crate::testkit::recv_options("/nonexistent".into(), None);
         let bulk = Job::Bulk {
             bytes: Some(1),
             seconds: None,
@@ -188,9 +187,7 @@ mod tests {
             force: false,
             dirs: Vec::new(),
         };
-        assert_eq!(check(&opts, &bulk), Ok(()));
-        assert!(check(&opts, &files).is_err_and(|r| r.contains("bulk data only")));
-        opts.tcp = Some(crate::tcp::TcpOptions::default());
-        assert_eq!(check(&opts, &bulk), Ok(()));
+        assert_eq!(check(&bulk), Ok(()));
+        assert!(check(&files).is_err_and(|r| r.contains("bulk data only")));
     }
 }
