@@ -52,8 +52,9 @@ struct Cli {
     /// Fixed UDP payload size (initial MTU, max UDP payload and MTU-discovery bound).
     #[arg(long, value_name = "BYTES")]
     mtu: Option<u16>,
-    /// This side's controller (hare-cc grammar; it only sends control data and ACKs), or the
-    /// kernel name with --tcp.
+    /// This side's controller (hare-cc grammar), or the kernel name with --tcp. It sends
+    /// only control data and ACKs, except in reverse mode (hare-send -r), where it sends the
+    /// data.
     #[arg(long, value_name = "SPEC")]
     cc: Option<String>,
     /// Write one qlog per connection (and a .cc.jsonl sidecar) here.

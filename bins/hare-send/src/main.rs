@@ -30,6 +30,7 @@ const EXIT_INTERRUPTED: u8 = 130;
         hare-send -T 10 -i 1 --cc cubic@linux-2.6.20 --pin SHA256 10.0.0.2:5210\n  \
         hare-send --pin SHA256 photos/ notes.txt receiver.example\n  \
         hare-send --tcp --cc cubic -T 10 10.0.0.2\n  \
+        hare-send -r -T 10 -P 2 --pin SHA256 receiver.example   (receiver sends)\n  \
         hare-send bench",
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
@@ -141,6 +142,11 @@ struct SendArgs {
     /// More logging (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     verbose: u8,
+    /// Reverse mode (nuttcp -r, iperf3 -R): hare-recv sends the bulk job (-n or -T, -P, -R)
+    /// back over the connection this side opens, so it works through a NAT; hare-recv's own
+    /// --cc controls it. Bulk only (QUIC, or kernel TCP with --tcp).
+    #[arg(short = 'r', long)]
+    reverse: bool,
 }
 
 /// File metadata that travels (rsync -a keeps permission bits and modification times).
@@ -440,6 +446,7 @@ fn options(a: SendArgs) -> Result<SendOptions> {
             None
         },
         liveness,
+        reverse: a.reverse,
     })
 }
 

@@ -500,3 +500,65 @@ fn host_named_first_is_told_to_go_last() {
     assert_eq!(err.matches("127.0.0.1").count(), 1, "{err}");
     assert!(!err.contains("No such file"), "{err}");
 }
+
+/// `-r` from the command line: the receiver sends, SIGTERM here ends the run with a summary
+/// (exit 0), the JSON says reverse and carries the sender's report; files are refused.
+#[test]
+fn reverse_mode_runs_stops_on_sigterm_and_refuses_files() {
+    let (_id, r) = receiver(None);
+    let fp = r.fingerprint.expect("fingerprint").to_string();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let jsonl = dir.path().join("run.jsonl");
+    let child = hare_send()
+        .args([
+            "-r", "-T", "60", "-R", "50m", "-i", "0.2", "--json", "-", "--pin", &fp,
+        ])
+        .arg("--jsonl")
+        .arg(&jsonl)
+        .arg(r.addr.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    for _ in 0..600 {
+        let text = std::fs::read_to_string(&jsonl).unwrap_or_default();
+        let data = text
+            .lines()
+            .any(|l| l.contains("\"type\":\"interval\"") && !l.contains("\"bytes\":0,"));
+        if data {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
+    let out = wait_bounded(child, Duration::from_secs(30));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["start"]["test_start"]["reverse"], 1);
+    let bytes = v["end"]["sum_received"]["bytes"].as_u64().expect("bytes");
+    assert!(bytes > 0 && bytes < 200_000_000, "{bytes}");
+    assert_eq!(v["end"]["sum_sent"]["bytes"].as_u64(), Some(bytes));
+    let said = |prefix: &str| {
+        v["events"].as_array().expect("events").iter().any(|e| {
+            e["kind"]["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with(prefix))
+        })
+    };
+    assert!(said("interrupted (SIGTERM)"));
+    // The sender's report came back and names its controller.
+    assert!(said("the receiver's cubic@linux-6:"), "{v}");
+
+    let out = run(hare_send().args(["-r", "--pin", &fp, "Cargo.toml", &r.addr.to_string()]));
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("-r with files: reverse mode moves bulk data only"),
+        "{err}"
+    );
+}

@@ -213,6 +213,7 @@ async fn attacker(relay: SocketAddr, fp: Fingerprint, stop: Arc<AtomicBool>) {
         window: 1 << 20,
         controller: "gapped".into(),
         interval_s: None,
+        reverse: None,
     };
     protocol::write_frame(&mut s, &hello).await.expect("hello");
     let mut streams = Vec::new();

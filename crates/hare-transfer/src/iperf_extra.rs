@@ -96,6 +96,42 @@ pub fn extend(doc: &mut Value, run: &Run, cx: &IperfContext, started: SystemTime
     });
 }
 
+/// Mark `doc` (finished by [`extend`] and [`crate::iperf_streams::extend`]) as a reverse-mode
+/// run, as iperf3 `-R` writes it: `start.test_start.reverse` is 1, and every `sender` flag
+/// (intervals, `end.streams`, `end.sum_sent`, `end.sum_received`) says whether this host's
+/// streams sent (iperf3's `stream_must_be_sender`), so it is false on the host that asked
+/// for reverse mode and true on the one that sent. `sum_sent` holds the remote sender's
+/// figures and `sum_received` this host's: both come from one summary whose sending-side
+/// fields the sender reported back.
+pub fn mark_reverse(doc: &mut Value, local_sends: bool) {
+    doc["start"]["test_start"]["reverse"] = json!(1);
+    let flag = json!(local_sends);
+    let set = |v: &mut Value| {
+        if v.is_object() {
+            v["sender"] = flag.clone();
+        }
+    };
+    if let Some(ivs) = doc["intervals"].as_array_mut() {
+        for iv in ivs {
+            set(&mut iv["sum"]);
+            if let Some(ss) = iv["streams"].as_array_mut() {
+                for s in ss {
+                    set(s);
+                }
+            }
+        }
+    }
+    let end = &mut doc["end"];
+    if let Some(ss) = end["streams"].as_array_mut() {
+        for s in ss {
+            set(&mut s["sender"]);
+            set(&mut s["receiver"]);
+        }
+    }
+    set(&mut end["sum_sent"]);
+    set(&mut end["sum_received"]);
+}
+
 /// `Tue, 01 Dec 2026 13:44:02 GMT`, as iperf3's `start.timestamp.time`.
 fn http_date(unix: u64) -> String {
     const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];

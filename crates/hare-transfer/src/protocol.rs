@@ -132,6 +132,10 @@ pub enum ToReceiver {
         /// interval (like nuttcp's server), so that the sender can print its intervals.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         interval_s: Option<f64>,
+        /// Reverse mode (`-r`): the receiver sends the bulk job back over this connection
+        /// (hellos that carry it are of version [`REVERSE_VERSION`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reverse: Option<Reverse>,
     },
     /// Ask for the receiver's byte count (answered by [`ToSender::Progress`]).
     ProgressRequest {
@@ -236,6 +240,12 @@ pub enum ToSender {
         /// They add up to `bytes`.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         streams: Vec<u64>,
+    },
+    /// Reverse mode: hare-send, which receives, asks the remote sender to stop (Ctrl-C); it
+    /// ends its streams and the job ends with a summary, like a stop in the other direction.
+    StopSending {
+        /// Why, for the remote sender's log.
+        reason: String,
     },
 }
 
@@ -377,6 +387,47 @@ where
         .map_err(|e| TransferError::Protocol(format!("bad control message: {e}")))
 }
 
+/// Version of a hello that asks for reverse mode. A receiver that knows reverse mode accepts
+/// this and [`PROTOCOL_VERSION`]; an older one refuses the hello by its version, so an old
+/// peer answers a reverse request with a clear refusal instead of waiting for data that
+/// never comes. Data channels keep [`PROTOCOL_VERSION`] in their header either way.
+pub const REVERSE_VERSION: u32 = 2;
+
+/// What a reverse hello asks of the remote sender, beyond its bulk [`Job`] (whose size or
+/// duration and streams it honours as hare-send would).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reverse {
+    /// `-R`: rate limit over all streams, bit/s (absent or 0: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_bps: Option<u64>,
+}
+
+/// Reverse mode, after the welcome: what the remote sender (hare-recv) tells hare-send, which
+/// receives, beyond the data. Both travel on the control channel; in the other direction
+/// hare-send sends the receiver's usual [`ToSender::Interval`] and [`ToSender::Done`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum FromRemoteSender {
+    /// First message after the welcome: the controller that sends (fixed by hare-recv's own
+    /// `--cc` when it accepted the connection).
+    Start {
+        /// Its label, e.g. `cubic@linux-6`.
+        controller: String,
+        /// Its kernel profile, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        profile: Option<String>,
+    },
+    /// Last message: the sending side's summary (packets, losses, RTT, congestion window,
+    /// slow-start exit, its CPU), sent once it has the receiver's `done`.
+    Report {
+        /// The summary as the sending side printed it.
+        summary: hare_report::Summary,
+        /// Payload the sender handed to the transport (more than was delivered when a timed
+        /// job discarded what was queued at its end).
+        written: u64,
+    },
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -471,6 +522,49 @@ mod tests {
         assert_eq!(FailCode::of_io(&enospc), FailCode::DiskFull);
         let eacces = std::io::Error::from_raw_os_error(libc::EACCES);
         assert_eq!(FailCode::of_io(&eacces), FailCode::Permission);
+    }
+
+    #[test]
+    fn reverse_hellos_travel_and_older_hellos_still_read() {
+        let hello = ToReceiver::Hello {
+            version: REVERSE_VERSION,
+            software: "s".into(),
+            token: None,
+            job: Job::Bulk {
+                bytes: Some(1),
+                seconds: None,
+                streams: 1,
+            },
+            window: 1,
+            controller: "c".into(),
+            interval_s: None,
+            reverse: Some(Reverse { rate_bps: Some(8) }),
+        };
+        let text = serde_json::to_string(&hello).unwrap_or_default();
+        assert!(text.ends_with(r#""reverse":{"rate_bps":8}}"#), "{text}");
+        let back: Option<ToReceiver> = serde_json::from_str(&text).ok();
+        assert_eq!(back, Some(hello));
+        let older = r#"{"type":"hello","version":1,"software":"s","token":null,
+            "job":{"kind":"bulk","bytes":1,"seconds":null,"streams":1},"window":1,
+            "controller":"c"}"#;
+        let back: Option<ToReceiver> = serde_json::from_str(older).ok();
+        assert!(matches!(
+            back,
+            Some(ToReceiver::Hello { reverse: None, .. })
+        ));
+        let stop = ToSender::StopSending { reason: "x".into() };
+        assert_eq!(
+            serde_json::to_string(&stop).ok().as_deref(),
+            Some(r#"{"type":"stop-sending","reason":"x"}"#)
+        );
+        let start = FromRemoteSender::Start {
+            controller: "cubic@linux-6".into(),
+            profile: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&start).ok().as_deref(),
+            Some(r#"{"type":"start","controller":"cubic@linux-6"}"#)
+        );
     }
 
     #[test]

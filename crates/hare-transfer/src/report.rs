@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use hare_report::{
-    jsonl, nuttcp, Event, EventKind, Interval, Record, Role, Run, RunHeader, Summary,
+    jsonl, nuttcp, Event, EventKind, Interval, Record, Role, Run, RunHeader, Summary, Tool,
 };
 use indicatif::MultiProgress;
 
@@ -106,6 +106,7 @@ pub struct RunLog {
     iperf: IperfContext,
     started: SystemTime,
     per_stream: PerStream,
+    reverse: bool,
 }
 
 impl RunLog {
@@ -130,6 +131,7 @@ impl RunLog {
             iperf: IperfContext::default(),
             started: SystemTime::now(),
             per_stream: PerStream::default(),
+            reverse: false,
         };
         let rec = Record::Header(log.run.header.clone());
         log.stream(&rec);
@@ -145,6 +147,12 @@ impl RunLog {
     /// run's own records.
     pub fn set_iperf(&mut self, cx: IperfContext) {
         self.iperf = cx;
+    }
+
+    /// Mark the run as reverse mode (`-r`: the receiver sends), for the iperf3-shaped
+    /// document (`start.test_start.reverse`).
+    pub fn set_reverse(&mut self) {
+        self.reverse = true;
     }
 
     /// The printer.
@@ -221,10 +229,14 @@ impl RunLog {
         let mut doc = hare_report::iperf::to_iperf_json(&self.run);
         crate::iperf_extra::extend(&mut doc, &self.run, &self.iperf, self.started);
         crate::iperf_streams::extend(&mut doc, &self.run, &self.per_stream);
+        if self.reverse {
+            crate::iperf_extra::mark_reverse(&mut doc, self.run.header.role == Role::Sender);
+        }
         match &self.json {
-            // The sender's run is one document; a receiver serves many jobs, so it writes one
-            // compact document per line (JSON lines), never documents back to back.
-            Some(JsonTarget::Stdout) if self.run.header.role == Role::Receiver => {
+            // hare-send's run is one document; hare-recv serves many jobs (reverse ones, where
+            // it sends, too), so it writes one compact document per line (JSON lines), never
+            // documents back to back.
+            Some(JsonTarget::Stdout) if self.run.header.tool == Tool::HareRecv => {
                 let mut out = std::io::stdout().lock();
                 let _ = serde_json::to_writer(&mut out, &doc);
                 let _ = writeln!(out);

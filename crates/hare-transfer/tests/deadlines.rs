@@ -36,6 +36,7 @@ fn bulk_hello(bytes: u64, token: Option<&str>) -> ToReceiver {
         window: 1 << 20,
         controller: "hostile".into(),
         interval_s: None,
+        reverse: None,
     }
 }
 

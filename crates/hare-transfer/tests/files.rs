@@ -386,6 +386,7 @@ fn hello_with(files: Vec<FileEntry>) -> ToReceiver {
         window: 1 << 20,
         controller: "test".into(),
         interval_s: None,
+        reverse: None,
     }
 }
 
@@ -440,6 +441,7 @@ fn receiver_survives_misbehaving_clients_and_bounds_jobs() {
         window: 1 << 20,
         controller: "test".into(),
         interval_s: None,
+        reverse: None,
     };
     let a = rt().block_on(raw_hello(f.recv.addr, fp, &streams));
     assert!(
@@ -458,6 +460,7 @@ fn receiver_survives_misbehaving_clients_and_bounds_jobs() {
         window: 1 << 20,
         controller: "test".into(),
         interval_s: None,
+        reverse: None,
     };
     let a = rt().block_on(raw_hello(f.recv.addr, fp, &old));
     assert!(

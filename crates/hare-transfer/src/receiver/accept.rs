@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use crate::identity::Fingerprint;
-use crate::protocol::{FilePlan, Job, ToReceiver, MAX_STREAMS, PROTOCOL_VERSION};
+use crate::protocol::{FilePlan, Job, ToReceiver, MAX_STREAMS, PROTOCOL_VERSION, REVERSE_VERSION};
 use crate::recvfile::{plan_file, FinalNames, Planned};
 use crate::senders::Authorisation;
 
@@ -33,9 +33,10 @@ pub(super) fn check_credentials(
     let ToReceiver::Hello { version, token, .. } = hello else {
         return Err("the first message must be a hello".into());
     };
-    if *version != PROTOCOL_VERSION {
+    if *version != PROTOCOL_VERSION && *version != REVERSE_VERSION {
         return Err(format!(
-            "protocol version {version} not supported (this receiver speaks {PROTOCOL_VERSION})"
+            "protocol version {version} not supported (this receiver speaks {PROTOCOL_VERSION} \
+             and {REVERSE_VERSION})"
         ));
     }
     // Kernel TCP has no TLS, hence no sender certificate: there only the token counts.
@@ -57,9 +58,18 @@ pub(super) fn plan_job(
     hello: &ToReceiver,
     names: &FinalNames,
 ) -> Result<(Accepted, Vec<FilePlan>, u64), String> {
-    let ToReceiver::Hello { job, window, .. } = hello else {
+    let ToReceiver::Hello {
+        job,
+        window,
+        reverse,
+        ..
+    } = hello
+    else {
         return Err("the first message must be a hello".into());
     };
+    if reverse.is_some() {
+        super::reverse::check(job)?;
+    }
     let l = &opts.limits;
     let grant = (*window).clamp(crate::quic_config::MIN_WINDOW, l.max_window);
     match job {

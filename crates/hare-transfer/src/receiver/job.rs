@@ -46,6 +46,9 @@ pub(super) struct JobCtx {
     pub(super) hello_deadline: tokio::time::Instant,
     /// The fingerprint of the certificate the sender presented (QUIC, mutual TLS).
     pub(super) peer_cert: Option<Fingerprint>,
+    /// QUIC: this connection's controller (its observer, when it was built) and qlog, for
+    /// reverse mode, where this side sends and reports what the controller decided.
+    pub(super) controller: Option<super::reverse::SendingCc>,
 }
 
 /// The control stream's writing half, every message bounded in time.
@@ -122,6 +125,14 @@ pub(super) async fn run_job(
         _ => ctx.opts.interval,
     };
     welcome(&ctx, &mut out, grant, plans, channels).await?;
+    if let ToReceiver::Hello {
+        reverse: Some(r), ..
+    } = &hello
+    {
+        // Reverse mode: this side sends the job back over the same connection.
+        let data = (ctl_r, out.w, data_rx);
+        return super::reverse::serve(&ctx, &hello, r, accepted, interval, printer, data).await;
+    }
     let t0 = Instant::now();
     let cpu = CpuClock::start();
     let mut log = start_log(&ctx, &hello, &accepted, grant, interval, printer)?;

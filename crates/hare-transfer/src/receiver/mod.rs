@@ -33,6 +33,7 @@ mod gate;
 mod job;
 mod logs;
 mod quic;
+mod reverse;
 mod streams;
 mod tcp_listen;
 

@@ -21,6 +21,7 @@ use crate::stop::Stop;
 use super::gate::{Gate, Ticket};
 use super::job::{run_job, JobCtx};
 use super::logs;
+use super::reverse::{QlogSlot, SendingCc};
 use super::{RecvOptions, REFUSE_TIMEOUT};
 
 /// How long a finished job waits for the sender to close after the last verdict.
@@ -129,6 +130,8 @@ async fn quic_connection(
     let peer = incoming.remote_address();
     let hello_deadline = tokio::time::Instant::now() + opts.limits.hello_timeout;
     let observer = Observer::new();
+    // The controller is built for the connection from here on (for reverse mode's reports).
+    let cc_epoch = std::time::Instant::now();
     let mut qlog = match &opts.qlog {
         Some(dir) => Some(ConnectionQlog::create(
             dir,
@@ -145,6 +148,8 @@ async fn quic_connection(
     if let Some(q) = qlog.as_mut() {
         transport.qlog_stream(q.stream.take());
     }
+    // Shared with a reverse job, whose sampler reads the controller's events as it sends.
+    let qlog: QlogSlot = Arc::new(std::sync::Mutex::new(qlog));
     let mut sc = quinn::ServerConfig::with_crypto(crypto);
     sc.transport_config(Arc::new(transport));
     let secs = opts.limits.hello_timeout.as_secs();
@@ -171,9 +176,14 @@ async fn quic_connection(
         preauth: Some(ticket),
         hello_deadline,
         peer_cert: crate::trust::peer_fingerprint(&conn),
+        controller: Some(SendingCc {
+            observer: observer.clone(),
+            epoch: cc_epoch,
+            qlog: qlog.clone(),
+        }),
     };
     let res = serve_connection(ctx, &conn).await;
-    if let Some(q) = qlog.as_mut() {
+    if let Some(q) = qlog.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
         q.cc_events(
             &observer
                 .drain_all()

@@ -118,6 +118,7 @@ async fn tcp_socket(
             preauth: Some(ticket),
             hello_deadline,
             peer_cert: None,
+            controller: None,
         };
         let res = run_job(ctx, Box::new(r), Box::new(w), data_rx).await;
         lock(&sessions).remove(&id);

@@ -146,6 +146,7 @@ pub(super) async fn connect(
                     opts: topts,
                     session: [0; 12],
                     sockets: Arc::default(),
+                    given: None,
                 },
                 None,
                 format!("kernel:{actual}"),

@@ -22,6 +22,8 @@ pub(super) enum Ctl {
     Done(Done),
     /// The channel ended or broke, with the reason.
     Closed(String),
+    /// Reverse mode: the receiving side (hare-send) asks this side to stop sending.
+    StopAsked(String),
 }
 
 /// The receiver's `done`.
@@ -124,6 +126,7 @@ pub(super) fn spawn_reader(
                     cpu_pct,
                     streams,
                 }),
+                ToSender::StopSending { reason } => Ctl::StopAsked(reason),
                 other => Ctl::Closed(format!(
                     "unexpected `{}` message from the receiver",
                     message_type(&other)

@@ -7,7 +7,8 @@ use quinn::VarInt;
 use crate::channels::{ControlRead, ControlWrite};
 use crate::error::{Result, TransferError};
 use crate::protocol::{
-    close, read_frame, write_frame, FilePlan, Job, ToReceiver, ToSender, PROTOCOL_VERSION,
+    close, read_frame, write_frame, FilePlan, Job, Reverse, ToReceiver, ToSender, PROTOCOL_VERSION,
+    REVERSE_VERSION,
 };
 use crate::quic_config::Link;
 
@@ -41,13 +42,20 @@ pub(super) async fn hello(
     write_frame(
         ctl_w,
         &ToReceiver::Hello {
-            version: PROTOCOL_VERSION,
+            version: if opts.reverse {
+                REVERSE_VERSION
+            } else {
+                PROTOCOL_VERSION
+            },
             software: format!("hare-send {}", env!("CARGO_PKG_VERSION")),
             token: opts.token.clone(),
             job: job.clone(),
             window: link.connection_window(),
             controller: controller.to_owned(),
             interval_s: Some(opts.interval.as_secs_f64()),
+            reverse: opts.reverse.then_some(Reverse {
+                rate_bps: opts.rate,
+            }),
         },
     )
     .await?;
@@ -83,6 +91,12 @@ pub(super) async fn hello(
         ToSender::Refuse { reason } => {
             if let Opener::Quic(c) = &*opener {
                 c.close(VarInt::from_u32(close::REFUSED), b"refused");
+            }
+            // A receiver from before reverse mode refuses the hello by its version.
+            if opts.reverse && reason.contains("protocol version") {
+                return Err(TransferError::Refused(format!(
+                    "the receiver does not know reverse mode (-r); upgrade hare-recv there (it says: {reason})"
+                )));
             }
             Err(TransferError::Refused(reason))
         }

@@ -37,6 +37,8 @@ mod opener;
 mod plan;
 mod probe;
 mod recorder;
+mod reverse_in;
+mod reverse_out;
 mod run_loop;
 mod tasks;
 mod tls_text;
@@ -52,6 +54,7 @@ pub use plan::MAX_SECONDS;
 use plan::{plan, Plan};
 use probe::Probe;
 use recorder::Recorder;
+pub use reverse_out::{send_back, BackPath, SendBack};
 use run_loop::{Context, Inputs};
 use tasks::{pacer, spawn_bulk, spawn_files, DataShared, DataTasks};
 
@@ -121,6 +124,8 @@ pub struct SendOptions {
     pub tcp: Option<TcpSendOptions>,
     /// `--idle-timeout` and `--keep-alive` (QUIC).
     pub liveness: Liveness,
+    /// `-r`: reverse mode, the receiver sends the bulk job back over this connection.
+    pub reverse: bool,
 }
 
 /// How one file went.
@@ -191,6 +196,9 @@ async fn resolve(host: &str, port: u16) -> Result<SocketAddr> {
 /// Run one transfer. Returns `Err` when no job could be run (bad options, connection or
 /// trust failure, refusal) or when the connection failed mid-job.
 pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
+    if opts.reverse {
+        reverse_in::check(&opts)?;
+    }
     let Plan {
         streams,
         link,
@@ -224,6 +232,18 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         &controller,
     )
     .await?;
+    if opts.reverse {
+        let take = reverse_in::Take {
+            opts: &opts,
+            job: &job,
+            addr,
+            opener: opener.clone(),
+            endpoint,
+            window: link.window,
+            granted,
+        };
+        return reverse_in::take(take, stop, ctl_r, ctl_w).await;
+    }
 
     // The run.
     let t0 = Instant::now();

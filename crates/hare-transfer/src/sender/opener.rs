@@ -1,5 +1,6 @@
 //! Opening data channels: QUIC unidirectional streams or further TCP connections.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
@@ -19,8 +20,14 @@ pub(super) enum Opener {
         opts: TcpOptions,
         session: [u8; 12],
         sockets: DataSockets,
+        /// Reverse mode on the receiver: the data connections the client opened, by bulk
+        /// stream number, written to instead of connecting.
+        given: Option<GivenSockets>,
     },
 }
+
+/// Data connections a reverse client opened, by bulk stream number (taken as opened).
+pub(super) type GivenSockets = Arc<Mutex<HashMap<u32, tokio::net::TcpStream>>>;
 
 /// The data connections of a kernel-TCP job in opening order, each with its bulk stream
 /// number (`None` for a file's connection), for `TCP_INFO` by stream.
@@ -40,10 +47,23 @@ impl Opener {
                 Ok(DataOut::Quic(s))
             }
             Opener::Tcp {
+                given: Some(given),
+                sockets,
+                ..
+            } => {
+                let stream = lock(given).remove(&h.index).ok_or_else(|| {
+                    TransferError::Protocol(format!("no data connection for stream {}", h.index))
+                })?;
+                let s = TcpDataSocket::new(stream);
+                lock(sockets).push((Some(h.index), s.clone()));
+                Ok(DataOut::Tcp(s))
+            }
+            Opener::Tcp {
                 addr,
                 opts,
                 session,
                 sockets,
+                given: None,
             } => {
                 h.session = *session;
                 let s = TcpDataSocket::new(tcp::connect(*addr, opts).await?);

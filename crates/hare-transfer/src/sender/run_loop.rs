@@ -175,6 +175,14 @@ fn on_control(
             deadline.set(tokio::time::sleep(AFTER_DONE));
             Flow::Go
         }
+        Some(Ctl::StopAsked(why)) => {
+            if st.interrupted {
+                return Flow::Go;
+            }
+            // The peer's words, kept short and printable: they end up in this side's log.
+            let why: String = why.chars().filter(|c| !c.is_control()).take(100).collect();
+            on_stop(rec, st, cx, &format!("the receiving side asked: {why}"))
+        }
         Some(Ctl::Closed(reason)) => {
             st.failure = Some(TransferError::Connection(close_reason(cx, reason)));
             Flow::Stop

@@ -67,6 +67,7 @@ pub fn files_hello(files: &[(&str, u64)], force: bool, token: Option<&str>) -> T
         window: 1 << 20,
         controller: "hostile".into(),
         interval_s: None,
+        reverse: None,
     }
 }
 
