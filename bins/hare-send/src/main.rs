@@ -153,6 +153,14 @@ struct MetaArgs {
     /// Do not keep modification times (files get the time they are written).
     #[arg(long)]
     no_times: bool,
+    /// Send symbolic links as links, their target text unchanged (rsync -l); without it they
+    /// are skipped with a warning. The receiver never follows them.
+    #[arg(short = 'l', long)]
+    links: bool,
+    /// With --links: skip (with a warning) links whose target is absolute or climbs out of
+    /// the transfer with `..` (rsync --safe-links).
+    #[arg(long, requires = "links")]
+    safe_links: bool,
 }
 
 /// The sender's own identity (its certificate authenticates it to receivers).
@@ -402,6 +410,11 @@ fn options(a: SendArgs) -> Result<SendOptions> {
         keep: hare_transfer::sendfiles::Keep {
             perms: !a.meta.no_perms,
             times: !a.meta.no_times,
+            links: match (a.meta.links, a.meta.safe_links) {
+                (false, _) => hare_transfer::sendfiles::Links::Skip,
+                (true, false) => hare_transfer::sendfiles::Links::Keep,
+                (true, true) => hare_transfer::sendfiles::Links::Safe,
+            },
         },
         token: a.token,
         job,

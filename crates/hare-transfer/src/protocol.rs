@@ -73,6 +73,10 @@ pub enum Job {
         /// Empty directories to create (relative names, checked like file names).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         dirs: Vec<String>,
+        /// Symbolic links to create as links (`--links`), after `dirs`; a receiver that does
+        /// not list [`feature::LINKS`] in its welcome ignores them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        links: Vec<LinkEntry>,
     },
 }
 
@@ -152,6 +156,24 @@ pub enum ToReceiver {
         /// Why.
         reason: String,
     },
+    /// The file changed while it was read: the receiver discards what it has of this attempt
+    /// and answers [`ToSender::FileRestart`], then takes a new data channel for the file, from
+    /// offset 0, with this size and metadata (only to receivers that list
+    /// [`feature::RETRY`]).
+    FileRetry {
+        /// Index in the manifest.
+        index: u32,
+        /// Why the last attempt was given up.
+        reason: String,
+        /// The file's size now.
+        size: u64,
+        /// Permission bits now (as in [`FileEntry::mode`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<u32>,
+        /// Modification time now (as in [`FileEntry::mtime_ns`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mtime_ns: Option<i64>,
+    },
 }
 
 /// How the receiver plans to take one file.
@@ -182,6 +204,13 @@ pub enum ToSender {
         files: Vec<FilePlan>,
         /// TCP mode: the session the data connections must name (hex).
         session: Option<String>,
+        /// What this receiver understands beyond version 1 ([`feature`]); absent from older
+        /// receivers.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        features: Vec<String>,
+        /// The verdict on each link of the job (made when the job was accepted).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        links: Vec<LinkResult>,
     },
     /// The job is refused; the receiver closes after this.
     Refuse {
@@ -236,6 +265,12 @@ pub enum ToSender {
         /// They add up to `bytes`.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         streams: Vec<u64>,
+    },
+    /// Answer to [`ToReceiver::FileRetry`]: the last attempt is discarded, the file's new data
+    /// channel may come.
+    FileRestart {
+        /// Index in the manifest.
+        index: u32,
     },
 }
 
@@ -375,6 +410,38 @@ where
     serde_json::from_slice(&body)
         .map(Some)
         .map_err(|e| TransferError::Protocol(format!("bad control message: {e}")))
+}
+
+/// Optional parts of the protocol a receiver announces in its welcome (`features`). A sender
+/// uses one only when the receiver listed it, so version-1 peers of either age interoperate.
+pub mod feature {
+    /// Symbolic links in file jobs (`links` in the job, `links` verdicts in the welcome).
+    pub const LINKS: &str = "links";
+    /// Changed files sent again within the job (`file-retry`, `file-restart`).
+    pub const RETRY: &str = "retry";
+}
+
+/// A symbolic link of a file job (`--links`): its name (checked like a file name) and its
+/// target, as the link holds it (never resolved by either side).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkEntry {
+    /// Relative name with `/` separators.
+    pub name: String,
+    /// The link's target text, exactly as `readlink(2)` gave it.
+    pub target: String,
+    /// Modification time of the link itself, nanoseconds since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtime_ns: Option<i64>,
+}
+
+/// How the receiver took one link of the job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkResult {
+    /// Index in the job's `links`.
+    pub index: u32,
+    /// Why it was not made (absent when it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ use crate::tcp::{self, TcpOptions};
 mod accept;
 mod gate;
 mod job;
-mod logs;
+pub(crate) mod logs;
 mod quic;
 mod streams;
 mod tcp_listen;

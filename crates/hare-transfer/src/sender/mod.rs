@@ -44,7 +44,7 @@ mod writers;
 
 use connect::{connect, Connected};
 use control::{spawn_reader, spawn_writer, verdict_channels, Ctl};
-use finish::{add_refused, close_connection, file_reports, iperf_context, summarise};
+use finish::{add_refused, close_connection, file_reports, iperf_context, link_reports, summarise};
 use handshake::{hello, Welcome};
 use header::{announce, run_header, Negotiated};
 use opener::Opener;
@@ -214,7 +214,13 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         kernel_cc,
         qlog,
     } = connect(&opts, &link, addr, &host, &observer).await?;
-    let Welcome { granted, plans } = hello(
+    let Welcome {
+        granted,
+        plans,
+        features,
+        links,
+        software,
+    } = hello(
         &mut ctl_r,
         &mut ctl_w,
         &mut opener,
@@ -224,6 +230,7 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         &controller,
     )
     .await?;
+    let link_reports = link_reports(&job, links, &features, &software);
 
     // The run.
     let t0 = Instant::now();
@@ -317,6 +324,7 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
     let cx = iperf_context(&opener, endpoint.as_ref(), addr, &job, streams, &cpu);
     rec.log.set_iperf(cx);
     add_refused(&mut st.reports, refused);
+    st.reports.extend(link_reports);
     let (run, mut qlog) = summarise(rec, &mut st, &job, &sources, t0, &cpu, &shared.written)?;
     close_connection(&opener, st.interrupted && !sources.is_empty());
     drop(shared);

@@ -28,6 +28,8 @@ pub(super) struct Running {
     /// Bulk jobs: payload received by stream number (`-P` lines and `[SUM]`).
     by_stream: Vec<Arc<AtomicU64>>,
     pub(super) expected: usize,
+    /// Links of the job (made at acceptance; their failures count in `failures`).
+    pub(super) links: usize,
     pub(super) failures: usize,
     /// The job's report intervals: payload that arrived in each, on this side's clock.
     pub(super) arrivals: ArrivalIntervals,
@@ -66,8 +68,15 @@ impl Running {
         t0: Instant,
         interval: Duration,
     ) -> Self {
+        let (mut links, mut failed_links) = (0, 0);
         let (planned, files_job, bulk_limit, deadline, streams) = match accepted {
-            Accepted::Files { planned, .. } => (planned, true, None, None, 0),
+            Accepted::Files {
+                planned, links: l, ..
+            } => {
+                links = l.len();
+                failed_links = l.iter().filter(|r| r.reason.is_some()).count();
+                (planned, true, None, None, 0)
+            }
             Accepted::Bulk {
                 bytes,
                 seconds,
@@ -85,7 +94,8 @@ impl Running {
             bytes: Arc::new(AtomicU64::new(0)),
             by_stream: (0..streams).map(|_| Arc::default()).collect(),
             expected,
-            failures: 0,
+            links,
+            failures: failed_links,
             arrivals: ArrivalIntervals::new(t0),
             last_bytes: 0,
             t0,
@@ -284,6 +294,9 @@ impl Running {
             ToReceiver::Hello { .. } => {
                 Step::Stop(Some(TransferError::Protocol("a second hello".into())))
             }
+            ToReceiver::FileRetry { .. } => Step::Stop(Some(TransferError::Protocol(
+                "a file retry, which this receiver did not offer".into(),
+            ))),
         }
     }
 
