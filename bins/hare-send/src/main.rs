@@ -141,6 +141,11 @@ struct SendArgs {
     /// More logging (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     verbose: u8,
+    /// Send a file that changed while it was read again from its start, up to N times, then
+    /// fail it (0: fail at once).
+    #[arg(long, value_name = "N", default_value_t = hare_transfer::sender::DEFAULT_RETRIES,
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(hare_transfer::protocol::MAX_RETRIES)))]
+    retries: u32,
 }
 
 /// File metadata that travels (rsync -a keeps permission bits and modification times).
@@ -453,6 +458,7 @@ fn options(a: SendArgs) -> Result<SendOptions> {
             None
         },
         liveness,
+        retries: a.retries,
     })
 }
 
@@ -477,6 +483,12 @@ fn run_send(a: SendArgs) -> Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     };
+    for f in outcome.files.iter().filter(|f| f.ok && f.retries > 0) {
+        eprintln!(
+            "hare-send: {}: changed while being sent; retried {} time(s), delivered as last read",
+            f.name, f.retries
+        );
+    }
     let failed: Vec<_> = outcome.failures().collect();
     if outcome.interrupted && !bulk {
         eprintln!(

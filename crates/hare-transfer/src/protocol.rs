@@ -24,6 +24,8 @@ pub const MAX_FILES: usize = 10_000;
 pub const MAX_STREAMS: u16 = 128;
 /// Longest token accepted, in bytes.
 pub const MAX_TOKEN: usize = 1024;
+/// Most times one file may be sent again within a job ([`ToReceiver::FileRetry`]).
+pub const MAX_RETRIES: u32 = 100;
 
 /// QUIC application close codes (also used as process-level reasons in logs). The close reason
 /// text says which limit or deadline applied.

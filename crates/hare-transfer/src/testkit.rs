@@ -157,6 +157,7 @@ pub fn send_options(addr: SocketAddr, trust: Option<Trust>, job: SendJob) -> Sen
         },
         tcp: None,
         liveness: Default::default(),
+        retries: crate::sender::DEFAULT_RETRIES,
     }
 }
 

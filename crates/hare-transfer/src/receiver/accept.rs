@@ -22,6 +22,8 @@ pub(super) enum Accepted {
         count: usize,
         /// The job's links, made at acceptance: one verdict each.
         links: Vec<LinkResult>,
+        /// Files may replace existing ones (`--force`; a file sent again is planned anew).
+        force: bool,
     },
 }
 
@@ -184,6 +186,7 @@ pub(super) fn plan_job(
                     count: files.len(),
                     planned,
                     links,
+                    force: *force,
                 },
                 plans,
                 grant,

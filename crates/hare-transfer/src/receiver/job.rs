@@ -222,7 +222,7 @@ async fn welcome(
         session: ctx
             .session
             .map(|s| s.iter().map(|b| format!("{b:02x}")).collect()),
-        features: vec![feature::LINKS.to_owned()],
+        features: vec![feature::LINKS.to_owned(), feature::RETRY.to_owned()],
         links,
     })
     .await?;

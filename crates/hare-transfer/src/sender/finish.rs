@@ -177,6 +177,7 @@ pub(super) fn add_refused(reports: &mut Vec<FileReport>, refused: Vec<(String, S
         ok: false,
         reason: Some(reason),
         resumed_from: 0,
+        retries: 0,
     }));
 }
 
@@ -199,6 +200,7 @@ pub(super) fn link_reports(
         ok: reason.is_none(),
         reason,
         resumed_from: 0,
+        retries: 0,
     };
     if !features.iter().any(|f| f == feature::LINKS) {
         eprintln!(
@@ -240,6 +242,7 @@ pub(super) fn file_reports(
                     "no verdict".into()
                 }),
                 resumed_from: 0,
+                retries: 0,
             });
         }
     }

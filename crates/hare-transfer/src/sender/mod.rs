@@ -37,6 +37,7 @@ mod opener;
 mod plan;
 mod probe;
 mod recorder;
+mod retry;
 mod run_loop;
 mod tasks;
 mod tls_text;
@@ -52,6 +53,7 @@ pub use plan::MAX_SECONDS;
 use plan::{plan, Plan};
 use probe::Probe;
 use recorder::Recorder;
+pub use retry::DEFAULT_RETRIES;
 use run_loop::{Context, Inputs};
 use tasks::{pacer, spawn_bulk, spawn_files, DataShared, DataTasks};
 
@@ -121,6 +123,9 @@ pub struct SendOptions {
     pub tcp: Option<TcpSendOptions>,
     /// `--idle-timeout` and `--keep-alive` (QUIC).
     pub liveness: Liveness,
+    /// `--retries`: times a file that changed while it was read is sent again from its start
+    /// (receivers that do not offer it get none: the file fails at once).
+    pub retries: u32,
 }
 
 /// How one file went.
@@ -134,6 +139,9 @@ pub struct FileReport {
     pub reason: Option<String>,
     /// Bytes the receiver already had and kept (resume).
     pub resumed_from: u64,
+    /// Times the file was sent again from its start because it changed while it was read
+    /// (`--retries`).
+    pub retries: u32,
 }
 
 /// The result of a run that got as far as a job.
@@ -271,7 +279,8 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
 
     let (ctl_tx, ctl_rx) = mpsc::channel::<Ctl>(256);
     let (verdict_txs, verdict_rxs) = verdict_channels(sources.len());
-    spawn_reader(ctl_r, ctl_tx.clone(), verdict_txs);
+    let restarts = retry::Restarts::default();
+    spawn_reader(ctl_r, ctl_tx.clone(), verdict_txs, restarts.clone());
     let (out_tx, out_rx) = mpsc::channel::<ToReceiver>(256);
     let writer = spawn_writer(ctl_w, out_rx, ctl_tx);
     let stop_flag = Arc::new(AtomicBool::new(false));
@@ -281,6 +290,17 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         written: Arc::new(AtomicU64::new(0)),
         pacer: pacer(opts.rate),
         out_tx,
+        retry: retry::Retry {
+            max: if features
+                .iter()
+                .any(|f| f == crate::protocol::feature::RETRY)
+            {
+                opts.retries
+            } else {
+                0
+            },
+            restarts,
+        },
     };
     let mut tasks = DataTasks::new();
     let bar = match &job {
