@@ -10,11 +10,12 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Parser;
 use hare_transfer::cc::QuicCc;
+use hare_transfer::exit::{ExitKind, RECV_EXIT_HELP};
 use hare_transfer::quic_config::{Link, DEFAULT_WINDOW};
 use hare_transfer::receiver::DEFAULT_PORT;
 use hare_transfer::report::{JsonTarget, OutputOptions};
 use hare_transfer::tcp::TcpOptions;
-use hare_transfer::{Limits, Receiver, RecvOptions};
+use hare_transfer::{Limits, Receiver, RecvOptions, TransferError};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -25,7 +26,8 @@ use hare_transfer::{Limits, Receiver, RecvOptions};
         On first start it makes a self-signed certificate in the identity directory and prints \
         its SHA-256 fingerprint: give that to hare-send --pin.\n\n\
         Examples:\n  hare-recv\n  HARE_TOKEN=s3cret hare-recv --dir ~/incoming\n  \
-        hare-recv --tcp --cc cubic"
+        hare-recv --tcp --cc cubic",
+    after_help = RECV_EXIT_HELP
 )]
 struct Cli {
     /// Address to listen on (UDP; TCP with --tcp).
@@ -168,23 +170,31 @@ fn size(s: &str, what: &str) -> Result<u64> {
         .bytes())
 }
 
-fn run(cli: Cli) -> Result<ExitCode> {
-    let default = match cli.verbose {
-        0 => "warn",
-        1 => "info",
-        _ => "debug",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    // Colour only on a terminal: log files must not collect escape sequences.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .try_init();
+/// An error, and the exit status it ends the receiver with.
+struct Failed(ExitKind, anyhow::Error);
+
+impl Failed {
+    /// A bad option value (exit 2, as clap's own errors).
+    fn usage(e: anyhow::Error) -> Self {
+        Self(ExitKind::Usage, e)
+    }
+
+    /// Anything else: an engine error in the chain says which, else 1.
+    fn other(e: anyhow::Error) -> Self {
+        let kind = e
+            .chain()
+            .find_map(|c| c.downcast_ref::<TransferError>())
+            .map_or(ExitKind::Error, ExitKind::of);
+        Self(kind, e)
+    }
+}
+
+/// What the command line asks for, checked: every error here is a bad option value.
+fn options(cli: Cli) -> Result<(RecvOptions, PathBuf)> {
     if !(0.1..=3600.0).contains(&cli.interval) {
         anyhow::bail!("-i must be between 0.1 and 3600 seconds");
     }
+    init_tracing(cli.verbose);
     let identity_dir = match cli.identity {
         Some(d) => d,
         None => hare_transfer::identity::default_dir()
@@ -198,7 +208,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
             JsonTarget::File(j.into())
         }
     });
-    let to_stdout = json != Some(JsonTarget::Stdout);
     let tcp = if cli.tcp {
         Some(TcpOptions {
             cc: hare_transfer::cc::kernel_tcp_name(cli.cc.as_deref().unwrap_or("cubic"))?,
@@ -250,6 +259,33 @@ fn run(cli: Cli) -> Result<ExitCode> {
         },
         tcp,
     };
+    Ok((opts, identity_dir))
+}
+
+fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Colour only on a terminal: log files must not collect escape sequences.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn run(cli: Cli) -> Result<ExitKind, Failed> {
+    let (opts, identity_dir) = options(cli).map_err(Failed::usage)?;
+    let to_stdout = opts.output.json != Some(JsonTarget::Stdout);
+    serve(opts, identity_dir, to_stdout).map_err(Failed::other)
+}
+
+/// Bind, say who may send, and serve until a signal (or the one job of `--one-shot`).
+fn serve(opts: RecvOptions, identity_dir: PathBuf, to_stdout: bool) -> Result<ExitKind> {
     let tcp_mode = opts.tcp.is_some();
     let who = senders_line(&opts);
     // One current-thread runtime per process (docs/PLATFORM.md: faster on 2 cores).
@@ -285,30 +321,39 @@ fn run(cli: Cli) -> Result<ExitCode> {
         // Ctrl-C, SIGTERM and SIGHUP all shut the receiver down the same way.
         use tokio::signal::unix::{signal, SignalKind};
         let kinds = [
-            (SignalKind::interrupt(), "Ctrl-C"),
-            (SignalKind::terminate(), "SIGTERM"),
-            (SignalKind::hangup(), "SIGHUP"),
+            (SignalKind::interrupt(), "Ctrl-C", 2),
+            (SignalKind::terminate(), "SIGTERM", 15),
+            (SignalKind::hangup(), "SIGHUP", 1),
         ];
-        for (kind, name) in kinds {
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicU8::new(2));
+        for (kind, name, number) in kinds {
             let mut sig = signal(kind).with_context(|| format!("listening for {name}"))?;
-            let trigger = trigger.clone();
+            let (trigger, seen) = (trigger.clone(), seen.clone());
             tokio::spawn(async move {
                 if sig.recv().await.is_some() {
+                    seen.store(number, std::sync::atomic::Ordering::Relaxed);
                     trigger.stop_because(name);
                 }
             });
         }
-        receiver.run(stop).await?;
-        Ok(ExitCode::SUCCESS)
+        match receiver.run(stop).await {
+            Ok(()) => Ok(ExitKind::Ok),
+            // Only a --one-shot job can be cut short: its status is the signal's.
+            Err(TransferError::Interrupted) => Ok(ExitKind::Signal(
+                seen.load(std::sync::atomic::Ordering::Relaxed),
+            )),
+            Err(e) => Err(e.into()),
+        }
     })
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
-        Ok(c) => c,
-        Err(e) => {
+    let kind = match run(Cli::parse()) {
+        Ok(kind) => kind,
+        Err(Failed(kind, e)) => {
             eprintln!("hare-recv: error: {e:#}");
-            ExitCode::FAILURE
+            kind
         }
-    }
+    };
+    ExitCode::from(kind.code())
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use hare_transfer::exit::{ExitKind, SEND_EXIT_HELP};
 use hare_transfer::quic_config::{
     Link, Liveness, DEFAULT_KEEP_ALIVE, DEFAULT_SEND_IDLE_TIMEOUT, DEFAULT_WINDOW,
 };
@@ -17,8 +18,9 @@ use hare_transfer::report::{JsonTarget, OutputOptions};
 use hare_transfer::trust::Trust;
 use hare_transfer::{SendJob, SendOptions, TcpSendOptions, TransferError};
 
-/// Exit status of a file transfer the user interrupted (128 + SIGINT, as shells report it).
-const EXIT_INTERRUPTED: u8 = 130;
+/// The signal a file transfer the user interrupted is reported with when none was seen
+/// (SIGINT, as Ctrl-C).
+const SIGINT: u8 = 2;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -31,6 +33,7 @@ const EXIT_INTERRUPTED: u8 = 130;
         hare-send --pin SHA256 photos/ notes.txt receiver.example\n  \
         hare-send --tcp --cc cubic -T 10 10.0.0.2\n  \
         hare-send bench",
+    after_help = SEND_EXIT_HELP,
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
 )]
@@ -462,26 +465,55 @@ fn options(a: SendArgs) -> Result<SendOptions> {
     })
 }
 
-fn run_send(a: SendArgs) -> Result<ExitCode> {
+/// An error, and the exit status it ends the run with.
+struct Failed(ExitKind, anyhow::Error);
+
+/// The kind of an error: an engine error in its chain says which, else `default`.
+fn kind_of(e: &anyhow::Error, default: ExitKind) -> ExitKind {
+    e.chain()
+        .find_map(|c| c.downcast_ref::<TransferError>())
+        .map_or(default, ExitKind::of)
+}
+
+/// Everything `options` refuses is the command line's fault, except the sender's identity
+/// (a file it could not make or read).
+fn options_failed(e: anyhow::Error) -> Failed {
+    let identity = e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<TransferError>(),
+            Some(TransferError::Identity { .. })
+        )
+    });
+    let kind = if identity {
+        ExitKind::Error
+    } else {
+        ExitKind::Usage
+    };
+    Failed(kind, e)
+}
+
+fn run_send(a: SendArgs) -> Result<ExitKind, Failed> {
     init_tracing(a.verbose);
-    let opts = options(a)?;
+    let opts = options(a).map_err(options_failed)?;
     let bulk = matches!(opts.job, SendJob::Bulk { .. });
-    let rt = runtime()?;
-    let exit_code = Arc::new(AtomicU8::new(EXIT_INTERRUPTED));
-    let code = exit_code.clone();
-    let outcome = rt.block_on(async move {
-        let (trigger, stop) = hare_transfer::stop_pair();
-        watch_signals(trigger, code)?;
-        Ok::<_, anyhow::Error>(hare_transfer::send(opts, stop).await)
-    })?;
-    let interrupted_code = exit_code.load(Ordering::Relaxed);
+    let rt = runtime().map_err(|e| Failed(ExitKind::Error, e))?;
+    let signal = Arc::new(AtomicU8::new(SIGINT));
+    let seen = signal.clone();
+    let outcome = rt
+        .block_on(async move {
+            let (trigger, stop) = hare_transfer::stop_pair();
+            watch_signals(trigger, seen)?;
+            Ok::<_, anyhow::Error>(hare_transfer::send(opts, stop).await)
+        })
+        .map_err(|e| Failed(ExitKind::Error, e))?;
+    let interrupted = ExitKind::Signal(signal.load(Ordering::Relaxed));
     let outcome = match outcome {
         Ok(o) => o,
         Err(TransferError::Interrupted) => {
             eprintln!("hare-send: interrupted");
-            return Ok(ExitCode::from(interrupted_code));
+            return Ok(interrupted);
         }
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(Failed(ExitKind::of(&e), e.into())),
     };
     for f in outcome.files.iter().filter(|f| f.ok && f.retries > 0) {
         eprintln!(
@@ -495,7 +527,7 @@ fn run_send(a: SendArgs) -> Result<ExitCode> {
             "hare-send: interrupted: {} file(s) not completed; the receiver keeps partial data, rerun with --resume",
             failed.len()
         );
-        return Ok(ExitCode::from(interrupted_code));
+        return Ok(interrupted);
     }
     if !failed.is_empty() {
         for f in &failed {
@@ -505,18 +537,23 @@ fn run_send(a: SendArgs) -> Result<ExitCode> {
                 f.reason.as_deref().unwrap_or("failed")
             );
         }
-        bail!("{} of {} file(s) failed", failed.len(), outcome.files.len());
+        eprintln!(
+            "hare-send: error: {} of {} file(s) failed",
+            failed.len(),
+            outcome.files.len()
+        );
+        return Ok(ExitKind::FilesFailed);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitKind::Ok)
 }
 
 /// Ctrl-C (SIGINT), SIGTERM and SIGHUP all stop the run the same way: a bulk run drains and
 /// prints its summary, a file run keeps the receiver's verified prefix for `--resume`. The
-/// exit status of an interrupted file run is 128 + the signal's number, as shells report it;
-/// a second signal leaves at once.
-fn watch_signals(trigger: hare_transfer::StopTrigger, code: Arc<AtomicU8>) -> Result<()> {
-    const BASE: u8 = 128;
+/// exit status of an interrupted file run is 128 + the signal's number, as shells report it
+/// (`ExitKind::Signal`, whose number `seen` records); a second signal leaves at once.
+fn watch_signals(trigger: hare_transfer::StopTrigger, seen: Arc<AtomicU8>) -> Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
+    let leave = |n: u8| std::process::exit(i32::from(ExitKind::Signal(n).code()));
     // POSIX's numbers for these three are the same on every Unix.
     let kinds = [
         (SignalKind::interrupt(), "Ctrl-C", 2),
@@ -525,16 +562,16 @@ fn watch_signals(trigger: hare_transfer::StopTrigger, code: Arc<AtomicU8>) -> Re
     ];
     for (kind, name, number) in kinds {
         let mut sig = signal(kind).with_context(|| format!("listening for {name}"))?;
-        let (trigger, code) = (trigger.clone(), code.clone());
+        let (trigger, seen) = (trigger.clone(), seen.clone());
         tokio::spawn(async move {
             if sig.recv().await.is_some() {
                 if trigger.is_triggered() {
-                    std::process::exit(i32::from(BASE + number));
+                    leave(number);
                 }
-                code.store(BASE + number, Ordering::Relaxed);
+                seen.store(number, Ordering::Relaxed);
                 trigger.stop_because(name);
                 if sig.recv().await.is_some() {
-                    std::process::exit(i32::from(BASE + number));
+                    leave(number);
                 }
             }
         });
@@ -618,32 +655,37 @@ fn run_bench_files(b: BenchFilesArgs) -> Result<ExitCode> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let other = |r: Result<ExitCode>| match r {
+        Ok(_) => Ok(ExitKind::Ok),
+        Err(e) => Err(Failed(kind_of(&e, ExitKind::Error), e)),
+    };
     let res = match cli.command {
-        Some(Command::Bench(b)) => run_bench(b),
-        Some(Command::BenchFiles(b)) => run_bench_files(b),
-        Some(Command::Id(a)) => run_id(a),
-        Some(Command::BenchPlainRecv(p)) => runtime().and_then(|rt| {
+        Some(Command::Bench(b)) => other(run_bench(b)),
+        Some(Command::BenchFiles(b)) => other(run_bench_files(b)),
+        Some(Command::Id(a)) => other(run_id(a)),
+        Some(Command::BenchPlainRecv(p)) => other(runtime().and_then(|rt| {
             rt.block_on(hare_transfer::bench::plain_recv(
                 p.mtu,
                 p.window,
                 &p.identity,
             ))?;
             Ok(ExitCode::SUCCESS)
-        }),
-        Some(Command::BenchPlainSend(p)) => runtime().and_then(|rt| {
+        })),
+        Some(Command::BenchPlainSend(p)) => other(runtime().and_then(|rt| {
             let pin = p.pin.parse()?;
             rt.block_on(hare_transfer::bench::plain_send(
                 &p.addr, pin, p.mtu, p.window, p.seconds,
             ))?;
             Ok(ExitCode::SUCCESS)
-        }),
+        })),
         None => run_send(cli.send),
     };
-    match res {
-        Ok(code) => code,
-        Err(e) => {
+    let kind = match res {
+        Ok(kind) => kind,
+        Err(Failed(kind, e)) => {
             eprintln!("hare-send: error: {e:#}");
-            ExitCode::FAILURE
+            kind
         }
-    }
+    };
+    ExitCode::from(kind.code())
 }
