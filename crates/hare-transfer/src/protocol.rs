@@ -543,6 +543,43 @@ mod tests {
     }
 
     #[test]
+    fn new_fields_are_optional_both_ways() {
+        // An older receiver's welcome: no features, no link verdicts.
+        let old = r#"{"type":"welcome","version":1,"software":"hare-recv 0.0.9","window":1,"files":[],"session":null}"#;
+        let back: Option<ToSender> = serde_json::from_str(old).ok();
+        assert!(matches!(
+            back,
+            Some(ToSender::Welcome { features, links, .. }) if features.is_empty() && links.is_empty()
+        ));
+        // A field this version does not know is ignored, as older receivers ignore `links`.
+        let newer = r#"{"kind":"files","files":[],"resume":false,"force":false,"later":[1]}"#;
+        assert!(serde_json::from_str::<Job>(newer).is_ok());
+        // Without links the job reads as before.
+        let j = Job::Files {
+            files: Vec::new(),
+            resume: false,
+            force: false,
+            dirs: Vec::new(),
+            links: Vec::new(),
+        };
+        assert_eq!(
+            serde_json::to_string(&j).ok().as_deref(),
+            Some(r#"{"kind":"files","files":[],"resume":false,"force":false}"#)
+        );
+        let r = ToReceiver::FileRetry {
+            index: 1,
+            reason: "changed".into(),
+            size: 5,
+            mode: None,
+            mtime_ns: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&r).ok().as_deref(),
+            Some(r#"{"type":"file-retry","index":1,"reason":"changed","size":5}"#)
+        );
+    }
+
+    #[test]
     fn messages_have_stable_json() {
         let m = ToReceiver::FileDone {
             index: 2,
