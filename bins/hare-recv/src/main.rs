@@ -94,6 +94,10 @@ struct Cli {
     /// More logging (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     verbose: u8,
+    /// Refuse symbolic links whose target is absolute or climbs out of the job's tree with
+    /// `..` (rsync --safe-links); by default a link keeps its target text (rsync -l).
+    #[arg(long)]
+    safe_links: bool,
 }
 
 /// Who may send: sender certificates by fingerprint, or nobody checked (`--open`).
@@ -248,6 +252,7 @@ fn options(cli: Cli) -> Result<(RecvOptions, PathBuf)> {
             max_job_bytes: size(&cli.max_size, "--max-size")?,
             max_seconds: cli.max_time,
             max_window: size(&cli.max_window, "--max-window")?,
+            safe_links: cli.safe_links,
             ..Limits::default()
         },
         one_shot: cli.one_shot,

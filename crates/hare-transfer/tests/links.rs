@@ -145,3 +145,40 @@ fn walk(d: &Path) -> Vec<String> {
     }
     out
 }
+
+#[test]
+fn a_receiver_with_safe_links_refuses_unsafe_links_by_name() {
+    let src = tempfile::tempdir().expect("tempdir");
+    let dst = tempfile::tempdir().expect("tempdir");
+    let t = src.path().join("w");
+    std::fs::create_dir_all(&t).expect("mkdir");
+    std::os::unix::fs::symlink("inside", t.join("near")).expect("ln");
+    std::os::unix::fs::symlink("/etc/passwd", t.join("far")).expect("ln");
+    let id = tempfile::tempdir().expect("tempdir");
+    let mut ro = recv_options(id.path().into(), Some(dst.path().into()));
+    ro.limits.safe_links = true;
+    let recv = BackgroundReceiver::start(ro).expect("receiver");
+    let job = SendJob::Files {
+        paths: vec![t],
+        resume: false,
+        force: false,
+        parallel: 1,
+    };
+    let mut o = send_options(recv.addr, recv.trust(), job);
+    o.keep.links = Links::Keep;
+    let out = runtime()
+        .block_on(send(o, Stop::never()))
+        .expect("job runs");
+    let failed: Vec<(String, String)> = out
+        .failures()
+        .map(|f| (f.name.clone(), f.reason.clone().unwrap_or_default()))
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0].0, "w/far");
+    assert!(
+        failed[0].1.contains("unsafe link to /etc/passwd, skipped"),
+        "{failed:?}"
+    );
+    assert_eq!(target(&dst.path().join("w/near")), "inside");
+    assert!(std::fs::symlink_metadata(dst.path().join("w/far")).is_err());
+}

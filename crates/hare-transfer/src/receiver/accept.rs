@@ -180,7 +180,7 @@ pub(super) fn plan_job(
                 }
                 Err(e) => return Err(e.to_string()),
             }
-            let links = make_links(dir, links, *force);
+            let links = make_links(dir, links, *force, l.safe_links);
             Ok((
                 Accepted::Files {
                     count: files.len(),
@@ -212,13 +212,14 @@ fn make_links(
     dir: &std::path::Path,
     links: &[crate::protocol::LinkEntry],
     force: bool,
+    safe: bool,
 ) -> Vec<LinkResult> {
     let out: Vec<LinkResult> = links
         .iter()
         .enumerate()
         .map(|(i, k)| LinkResult {
             index: i as u32,
-            reason: crate::recvfile::make_link(dir, k, force).err(),
+            reason: crate::recvfile::make_link(dir, k, force, safe).err(),
         })
         .collect();
     if out.iter().any(|r| r.reason.is_none()) {

@@ -91,6 +91,9 @@ pub struct Limits {
     pub write_timeout: Duration,
     /// A job that receives no data for this long is ended.
     pub stall_timeout: Duration,
+    /// Refuse links whose target is absolute or climbs out of the job's tree (`--safe-links`,
+    /// as rsync's option on the receiving side); by default links keep their target text.
+    pub safe_links: bool,
 }
 
 impl Default for Limits {
@@ -107,6 +110,7 @@ impl Default for Limits {
             hello_timeout: HELLO_TIMEOUT,
             write_timeout: WRITE_TIMEOUT,
             stall_timeout: STALL_TIMEOUT,
+            safe_links: false,
         }
     }
 }

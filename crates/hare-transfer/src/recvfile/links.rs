@@ -23,11 +23,18 @@ use crate::protocol::LinkEntry;
 /// Attempts at finding an unused temporary name.
 const NAME_TRIES: usize = 8;
 
-/// Make the link `link` under `dir`; `Err` is the reason, for the sender.
-pub fn make_link(dir: &Path, link: &LinkEntry, force: bool) -> Result<(), String> {
+/// Make the link `link` under `dir`; `Err` is the reason, for the sender. With `safe`, a link
+/// whose target is absolute or climbs out of the job's tree is refused ([`names::unsafe_link`]).
+pub fn make_link(dir: &Path, link: &LinkEntry, force: bool, safe: bool) -> Result<(), String> {
     let final_path = names::final_path(dir, &link.name)?;
     if link.target.is_empty() || link.target.contains('\0') {
         return Err("empty link target or NUL in it".into());
+    }
+    if safe && names::unsafe_link(&link.name, &link.target) {
+        return Err(format!(
+            "unsafe link to {}, skipped (this receiver takes only links that stay in the tree: --safe-links)",
+            link.target
+        ));
     }
     names::safe_create_parents(dir, &link.name).map_err(|e| match e {
         crate::error::TransferError::File { reason, .. } => reason,
@@ -127,17 +134,20 @@ mod tests {
     #[test]
     fn links_are_made_as_links_with_their_time_and_never_replace() {
         let d = tempfile::tempdir().expect("tempdir");
-        make_link(d.path(), &link("a/up", "../f"), false).expect("made");
+        make_link(d.path(), &link("a/up", "../f"), false, true).expect("made");
         let p = d.path().join("a/up");
         assert_eq!(std::fs::read_link(&p).expect("link").to_str(), Some("../f"));
         let m = std::fs::symlink_metadata(&p).expect("lstat");
         assert_eq!((m.mtime(), m.mtime_nsec()), (1_500_000_000, 123_456_789));
-        let again = make_link(d.path(), &link("a/up", "x"), false);
+        let again = make_link(d.path(), &link("a/up", "x"), false, false);
         assert!(again.is_err_and(|r| r.contains("exists")));
-        make_link(d.path(), &link("a/up", "x"), true).expect("forced");
+        make_link(d.path(), &link("a/up", "x"), true, false).expect("forced");
         assert_eq!(std::fs::read_link(&p).expect("link").to_str(), Some("x"));
         std::fs::create_dir(d.path().join("dir")).expect("mkdir");
-        let over_dir = make_link(d.path(), &link("dir", "x"), true);
+        let over_dir = make_link(d.path(), &link("dir", "x"), true, false);
+        let unsafe_one = make_link(d.path(), &link("b", "/etc/passwd"), false, true);
+        assert!(unsafe_one.is_err_and(|r| r.starts_with("unsafe link to /etc/passwd, skipped")));
+        assert!(std::fs::symlink_metadata(d.path().join("b")).is_err());
         assert!(over_dir.is_err_and(|r| r.contains("directory")));
         // Nothing temporary is left.
         assert_eq!(
@@ -151,7 +161,7 @@ mod tests {
         let d = tempfile::tempdir().expect("tempdir");
         let outside = tempfile::tempdir().expect("tempdir");
         std::os::unix::fs::symlink(outside.path(), d.path().join("d")).expect("ln");
-        let r = make_link(d.path(), &link("d/x", "y"), false);
+        let r = make_link(d.path(), &link("d/x", "y"), false, false);
         assert!(r.is_err_and(|r| r.contains("symbolic link")));
         assert_eq!(std::fs::read_dir(outside.path()).expect("ls").count(), 0);
     }
