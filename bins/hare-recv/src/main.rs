@@ -299,6 +299,26 @@ fn serve(opts: RecvOptions, identity_dir: PathBuf, to_stdout: bool) -> Result<Ex
         .build()
         .context("starting the tokio runtime")?;
     rt.block_on(async move {
+        let (trigger, stop) = hare_transfer::stop_pair();
+        // Ctrl-C, SIGTERM and SIGHUP all shut the receiver down the same way; watched before
+        // the receiver says it listens, so that a stop right after the start is one too.
+        use tokio::signal::unix::{signal, SignalKind};
+        let kinds = [
+            (SignalKind::interrupt(), "Ctrl-C", 2),
+            (SignalKind::terminate(), "SIGTERM", 15),
+            (SignalKind::hangup(), "SIGHUP", 1),
+        ];
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicU8::new(2));
+        for (kind, name, number) in kinds {
+            let mut sig = signal(kind).with_context(|| format!("listening for {name}"))?;
+            let (trigger, seen) = (trigger.clone(), seen.clone());
+            tokio::spawn(async move {
+                if sig.recv().await.is_some() {
+                    seen.store(number, std::sync::atomic::Ordering::Relaxed);
+                    trigger.stop_because(name);
+                }
+            });
+        }
         let receiver = Receiver::bind(opts)?;
         let say = |s: String| {
             if to_stdout {
@@ -322,25 +342,6 @@ fn serve(opts: RecvOptions, identity_dir: PathBuf, to_stdout: bool) -> Result<Ex
             say(format!("hare-recv: certificate sha256 {fp}"));
         }
         say(who);
-        let (trigger, stop) = hare_transfer::stop_pair();
-        // Ctrl-C, SIGTERM and SIGHUP all shut the receiver down the same way.
-        use tokio::signal::unix::{signal, SignalKind};
-        let kinds = [
-            (SignalKind::interrupt(), "Ctrl-C", 2),
-            (SignalKind::terminate(), "SIGTERM", 15),
-            (SignalKind::hangup(), "SIGHUP", 1),
-        ];
-        let seen = std::sync::Arc::new(std::sync::atomic::AtomicU8::new(2));
-        for (kind, name, number) in kinds {
-            let mut sig = signal(kind).with_context(|| format!("listening for {name}"))?;
-            let (trigger, seen) = (trigger.clone(), seen.clone());
-            tokio::spawn(async move {
-                if sig.recv().await.is_some() {
-                    seen.store(number, std::sync::atomic::Ordering::Relaxed);
-                    trigger.stop_because(name);
-                }
-            });
-        }
         match receiver.run(stop).await {
             Ok(()) => Ok(ExitKind::Ok),
             // Only a --one-shot job can be cut short: its status is the signal's.
