@@ -10,11 +10,12 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Parser;
 use hare_transfer::cc::QuicCc;
+use hare_transfer::exit::{ExitKind, RECV_EXIT_HELP};
 use hare_transfer::quic_config::{Link, DEFAULT_WINDOW};
 use hare_transfer::receiver::DEFAULT_PORT;
 use hare_transfer::report::{JsonTarget, OutputOptions};
 use hare_transfer::tcp::TcpOptions;
-use hare_transfer::{Limits, Receiver, RecvOptions};
+use hare_transfer::{Limits, Receiver, RecvOptions, TransferError};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -25,7 +26,8 @@ use hare_transfer::{Limits, Receiver, RecvOptions};
         On first start it makes a self-signed certificate in the identity directory and prints \
         its SHA-256 fingerprint: give that to hare-send --pin.\n\n\
         Examples:\n  hare-recv\n  HARE_TOKEN=s3cret hare-recv --dir ~/incoming\n  \
-        hare-recv --tcp --cc cubic"
+        hare-recv --tcp --cc cubic",
+    after_help = RECV_EXIT_HELP
 )]
 struct Cli {
     /// Address to listen on (UDP; TCP with --tcp).
@@ -93,6 +95,10 @@ struct Cli {
     /// More logging (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     verbose: u8,
+    /// Refuse symbolic links whose target is absolute or climbs out of the job's tree with
+    /// `..` (rsync --safe-links); by default a link keeps its target text (rsync -l).
+    #[arg(long)]
+    safe_links: bool,
 }
 
 /// Who may send: sender certificates by fingerprint, or nobody checked (`--open`).
@@ -169,23 +175,31 @@ fn size(s: &str, what: &str) -> Result<u64> {
         .bytes())
 }
 
-fn run(cli: Cli) -> Result<ExitCode> {
-    let default = match cli.verbose {
-        0 => "warn",
-        1 => "info",
-        _ => "debug",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    // Colour only on a terminal: log files must not collect escape sequences.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .try_init();
+/// An error, and the exit status it ends the receiver with.
+struct Failed(ExitKind, anyhow::Error);
+
+impl Failed {
+    /// A bad option value (exit 2, as clap's own errors).
+    fn usage(e: anyhow::Error) -> Self {
+        Self(ExitKind::Usage, e)
+    }
+
+    /// Anything else: an engine error in the chain says which, else 1.
+    fn other(e: anyhow::Error) -> Self {
+        let kind = e
+            .chain()
+            .find_map(|c| c.downcast_ref::<TransferError>())
+            .map_or(ExitKind::Error, ExitKind::of);
+        Self(kind, e)
+    }
+}
+
+/// What the command line asks for, checked: every error here is a bad option value.
+fn options(cli: Cli) -> Result<(RecvOptions, PathBuf)> {
     if !(0.1..=3600.0).contains(&cli.interval) {
         anyhow::bail!("-i must be between 0.1 and 3600 seconds");
     }
+    init_tracing(cli.verbose);
     let identity_dir = match cli.identity {
         Some(d) => d,
         None => hare_transfer::identity::default_dir()
@@ -199,7 +213,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
             JsonTarget::File(j.into())
         }
     });
-    let to_stdout = json != Some(JsonTarget::Stdout);
     let tcp = if cli.tcp {
         Some(TcpOptions {
             cc: hare_transfer::cc::kernel_tcp_name(cli.cc.as_deref().unwrap_or("cubic"))?,
@@ -240,6 +253,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             max_job_bytes: size(&cli.max_size, "--max-size")?,
             max_seconds: cli.max_time,
             max_window: size(&cli.max_window, "--max-window")?,
+            safe_links: cli.safe_links,
             ..Limits::default()
         },
         one_shot: cli.one_shot,
@@ -251,6 +265,33 @@ fn run(cli: Cli) -> Result<ExitCode> {
         },
         tcp,
     };
+    Ok((opts, identity_dir))
+}
+
+fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Colour only on a terminal: log files must not collect escape sequences.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn run(cli: Cli) -> Result<ExitKind, Failed> {
+    let (opts, identity_dir) = options(cli).map_err(Failed::usage)?;
+    let to_stdout = opts.output.json != Some(JsonTarget::Stdout);
+    serve(opts, identity_dir, to_stdout).map_err(Failed::other)
+}
+
+/// Bind, say who may send, and serve until a signal (or the one job of `--one-shot`).
+fn serve(opts: RecvOptions, identity_dir: PathBuf, to_stdout: bool) -> Result<ExitKind> {
     let tcp_mode = opts.tcp.is_some();
     let who = senders_line(&opts);
     // One current-thread runtime per process (docs/PLATFORM.md: faster on 2 cores).
@@ -259,6 +300,26 @@ fn run(cli: Cli) -> Result<ExitCode> {
         .build()
         .context("starting the tokio runtime")?;
     rt.block_on(async move {
+        let (trigger, stop) = hare_transfer::stop_pair();
+        // Ctrl-C, SIGTERM and SIGHUP all shut the receiver down the same way; watched before
+        // the receiver says it listens, so that a stop right after the start is one too.
+        use tokio::signal::unix::{signal, SignalKind};
+        let kinds = [
+            (SignalKind::interrupt(), "Ctrl-C", 2),
+            (SignalKind::terminate(), "SIGTERM", 15),
+            (SignalKind::hangup(), "SIGHUP", 1),
+        ];
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicU8::new(2));
+        for (kind, name, number) in kinds {
+            let mut sig = signal(kind).with_context(|| format!("listening for {name}"))?;
+            let (trigger, seen) = (trigger.clone(), seen.clone());
+            tokio::spawn(async move {
+                if sig.recv().await.is_some() {
+                    seen.store(number, std::sync::atomic::Ordering::Relaxed);
+                    trigger.stop_because(name);
+                }
+            });
+        }
         let receiver = Receiver::bind(opts)?;
         let say = |s: String| {
             if to_stdout {
@@ -282,34 +343,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
             say(format!("hare-recv: certificate sha256 {fp}"));
         }
         say(who);
-        let (trigger, stop) = hare_transfer::stop_pair();
-        // Ctrl-C, SIGTERM and SIGHUP all shut the receiver down the same way.
-        use tokio::signal::unix::{signal, SignalKind};
-        let kinds = [
-            (SignalKind::interrupt(), "Ctrl-C"),
-            (SignalKind::terminate(), "SIGTERM"),
-            (SignalKind::hangup(), "SIGHUP"),
-        ];
-        for (kind, name) in kinds {
-            let mut sig = signal(kind).with_context(|| format!("listening for {name}"))?;
-            let trigger = trigger.clone();
-            tokio::spawn(async move {
-                if sig.recv().await.is_some() {
-                    trigger.stop_because(name);
-                }
-            });
+        match receiver.run(stop).await {
+            Ok(()) => Ok(ExitKind::Ok),
+            // Only a --one-shot job can be cut short: its status is the signal's.
+            Err(TransferError::Interrupted) => Ok(ExitKind::Signal(
+                seen.load(std::sync::atomic::Ordering::Relaxed),
+            )),
+            Err(e) => Err(e.into()),
         }
-        receiver.run(stop).await?;
-        Ok(ExitCode::SUCCESS)
     })
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
-        Ok(c) => c,
-        Err(e) => {
+    let kind = match run(Cli::parse()) {
+        Ok(kind) => kind,
+        Err(Failed(kind, e)) => {
             eprintln!("hare-recv: error: {e:#}");
-            ExitCode::FAILURE
+            kind
         }
-    }
+    };
+    ExitCode::from(kind.code())
 }

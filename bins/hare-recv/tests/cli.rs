@@ -184,7 +184,11 @@ fn token_from_the_environment_is_required() {
         matches!(&err, TransferError::Refused(m) if m.contains("token")),
         "{err}"
     );
-    assert_eq!(wait_exit(&mut r), Some(1), "the one-shot job failed");
+    assert_eq!(
+        wait_exit(&mut r),
+        Some(5),
+        "the one-shot job refused the sender"
+    );
 }
 
 #[test]
@@ -298,4 +302,75 @@ fn a_busy_port_says_its_cause_once() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert_eq!(err.matches("Address already in use").count(), 1, "{err}");
+}
+
+/// Bad arguments exit 2 (clap's status, and hare-recv's own checks), and a receiver stopped
+/// by SIGTERM while it serves exits 0: a server asked to stop.
+#[test]
+fn bad_arguments_exit_2_and_sigterm_ends_the_receiver_with_0() {
+    let state = tempfile::tempdir().expect("tempdir");
+    let id = state.path().join("id");
+    for args in [
+        &["--no-such-option"][..],
+        &["-i", "0"],
+        &["--max-size", "lots"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_hare-recv"))
+            .args(args)
+            .arg("--identity")
+            .arg(&id)
+            .env_remove("HARE_TOKEN")
+            .output()
+            .expect("hare-recv");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    }
+    let mut r = start(&["--identity", id.to_str().expect("utf8")], &[]);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(r.child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("signal");
+    assert_eq!(wait_exit(&mut r), Some(0));
+}
+
+/// A one-shot job in which a file fails exits 3: here a file below a link the same job made,
+/// which the receiver never writes through.
+#[test]
+fn a_one_shot_job_with_a_failed_file_exits_3() {
+    let state = tempfile::tempdir().expect("tempdir");
+    let dst = tempfile::tempdir().expect("tempdir");
+    let id = state.path().join("id");
+    let dst_s = dst.path().to_str().expect("utf8");
+    let mut r = start(
+        &[
+            "--identity",
+            id.to_str().expect("utf8"),
+            "--dir",
+            dst_s,
+            "--allow",
+            &allowed(),
+            "--one-shot",
+            "-q",
+        ],
+        &[],
+    );
+    let pin: Fingerprint = r.fingerprint.parse().expect("pin");
+    let src = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (src.path().join("a"), src.path().join("b"));
+    std::fs::create_dir_all(b.join("d")).expect("mkdir");
+    std::fs::create_dir_all(&a).expect("mkdir");
+    std::os::unix::fs::symlink("/tmp", a.join("d")).expect("ln");
+    std::fs::write(b.join("d/x"), b"x").expect("w");
+    let job = SendJob::Files {
+        paths: vec![a.join("d"), b.join("d")],
+        resume: false,
+        force: false,
+        parallel: 1,
+    };
+    let mut o = send_options(r.addr, Some(Trust::Pin(pin)), job);
+    o.keep.links = hare_transfer::sendfiles::Links::Keep;
+    let outcome = rt().block_on(send(o, Stop::never())).expect("send");
+    assert_eq!(outcome.failures().count(), 1, "{:?}", outcome.files);
+    assert_eq!(wait_exit(&mut r), Some(3), "files failed");
 }

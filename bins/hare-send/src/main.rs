@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use hare_transfer::exit::{ExitKind, SEND_EXIT_HELP};
 use hare_transfer::quic_config::{
     Link, Liveness, DEFAULT_KEEP_ALIVE, DEFAULT_SEND_IDLE_TIMEOUT, DEFAULT_WINDOW,
 };
@@ -17,8 +18,9 @@ use hare_transfer::report::{JsonTarget, OutputOptions};
 use hare_transfer::trust::Trust;
 use hare_transfer::{SendJob, SendOptions, TcpSendOptions, TransferError};
 
-/// Exit status of a file transfer the user interrupted (128 + SIGINT, as shells report it).
-const EXIT_INTERRUPTED: u8 = 130;
+/// The signal a file transfer the user interrupted is reported with when none was seen
+/// (SIGINT, as Ctrl-C).
+const SIGINT: u8 = 2;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -32,6 +34,7 @@ const EXIT_INTERRUPTED: u8 = 130;
         hare-send --tcp --cc cubic -T 10 10.0.0.2\n  \
         hare-send -r -T 10 -P 2 --pin SHA256 receiver.example   (receiver sends)\n  \
         hare-send bench",
+    after_help = SEND_EXIT_HELP,
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
 )]
@@ -147,6 +150,11 @@ struct SendArgs {
     /// --cc controls it. Bulk only (QUIC, or kernel TCP with --tcp).
     #[arg(short = 'r', long)]
     reverse: bool,
+    /// Send a file that changed while it was read again from its start, up to N times, then
+    /// fail it (0: fail at once).
+    #[arg(long, value_name = "N", default_value_t = hare_transfer::sender::DEFAULT_RETRIES,
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(hare_transfer::protocol::MAX_RETRIES)))]
+    retries: u32,
 }
 
 /// File metadata that travels (rsync -a keeps permission bits and modification times).
@@ -159,6 +167,14 @@ struct MetaArgs {
     /// Do not keep modification times (files get the time they are written).
     #[arg(long)]
     no_times: bool,
+    /// Send symbolic links as links, their target text unchanged (rsync -l); without it they
+    /// are skipped with a warning. The receiver never follows them.
+    #[arg(short = 'l', long)]
+    links: bool,
+    /// With --links: skip (with a warning) links whose target is absolute or climbs out of
+    /// the transfer with `..` (rsync --safe-links).
+    #[arg(long, requires = "links")]
+    safe_links: bool,
 }
 
 /// The sender's own identity (its certificate authenticates it to receivers).
@@ -408,6 +424,11 @@ fn options(a: SendArgs) -> Result<SendOptions> {
         keep: hare_transfer::sendfiles::Keep {
             perms: !a.meta.no_perms,
             times: !a.meta.no_times,
+            links: match (a.meta.links, a.meta.safe_links) {
+                (false, _) => hare_transfer::sendfiles::Links::Skip,
+                (true, false) => hare_transfer::sendfiles::Links::Keep,
+                (true, true) => hare_transfer::sendfiles::Links::Safe,
+            },
         },
         token: a.token,
         job,
@@ -447,37 +468,73 @@ fn options(a: SendArgs) -> Result<SendOptions> {
         },
         liveness,
         reverse: a.reverse,
+        retries: a.retries,
     })
 }
 
-fn run_send(a: SendArgs) -> Result<ExitCode> {
+/// An error, and the exit status it ends the run with.
+struct Failed(ExitKind, anyhow::Error);
+
+/// The kind of an error: an engine error in its chain says which, else `default`.
+fn kind_of(e: &anyhow::Error, default: ExitKind) -> ExitKind {
+    e.chain()
+        .find_map(|c| c.downcast_ref::<TransferError>())
+        .map_or(default, ExitKind::of)
+}
+
+/// Everything `options` refuses is the command line's fault, except the sender's identity
+/// (a file it could not make or read).
+fn options_failed(e: anyhow::Error) -> Failed {
+    let identity = e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<TransferError>(),
+            Some(TransferError::Identity { .. })
+        )
+    });
+    let kind = if identity {
+        ExitKind::Error
+    } else {
+        ExitKind::Usage
+    };
+    Failed(kind, e)
+}
+
+fn run_send(a: SendArgs) -> Result<ExitKind, Failed> {
     init_tracing(a.verbose);
-    let opts = options(a)?;
+    let opts = options(a).map_err(options_failed)?;
     let bulk = matches!(opts.job, SendJob::Bulk { .. });
-    let rt = runtime()?;
-    let exit_code = Arc::new(AtomicU8::new(EXIT_INTERRUPTED));
-    let code = exit_code.clone();
-    let outcome = rt.block_on(async move {
-        let (trigger, stop) = hare_transfer::stop_pair();
-        watch_signals(trigger, code)?;
-        Ok::<_, anyhow::Error>(hare_transfer::send(opts, stop).await)
-    })?;
-    let interrupted_code = exit_code.load(Ordering::Relaxed);
+    let rt = runtime().map_err(|e| Failed(ExitKind::Error, e))?;
+    let signal = Arc::new(AtomicU8::new(SIGINT));
+    let seen = signal.clone();
+    let outcome = rt
+        .block_on(async move {
+            let (trigger, stop) = hare_transfer::stop_pair();
+            watch_signals(trigger, seen)?;
+            Ok::<_, anyhow::Error>(hare_transfer::send(opts, stop).await)
+        })
+        .map_err(|e| Failed(ExitKind::Error, e))?;
+    let interrupted = ExitKind::Signal(signal.load(Ordering::Relaxed));
     let outcome = match outcome {
         Ok(o) => o,
         Err(TransferError::Interrupted) => {
             eprintln!("hare-send: interrupted");
-            return Ok(ExitCode::from(interrupted_code));
+            return Ok(interrupted);
         }
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(Failed(ExitKind::of(&e), e.into())),
     };
+    for f in outcome.files.iter().filter(|f| f.ok && f.retries > 0) {
+        eprintln!(
+            "hare-send: {}: changed while being sent; retried {} time(s), delivered as last read",
+            f.name, f.retries
+        );
+    }
     let failed: Vec<_> = outcome.failures().collect();
     if outcome.interrupted && !bulk {
         eprintln!(
             "hare-send: interrupted: {} file(s) not completed; the receiver keeps partial data, rerun with --resume",
             failed.len()
         );
-        return Ok(ExitCode::from(interrupted_code));
+        return Ok(interrupted);
     }
     if !failed.is_empty() {
         for f in &failed {
@@ -487,18 +544,23 @@ fn run_send(a: SendArgs) -> Result<ExitCode> {
                 f.reason.as_deref().unwrap_or("failed")
             );
         }
-        bail!("{} of {} file(s) failed", failed.len(), outcome.files.len());
+        eprintln!(
+            "hare-send: error: {} of {} file(s) failed",
+            failed.len(),
+            outcome.files.len()
+        );
+        return Ok(ExitKind::FilesFailed);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitKind::Ok)
 }
 
 /// Ctrl-C (SIGINT), SIGTERM and SIGHUP all stop the run the same way: a bulk run drains and
 /// prints its summary, a file run keeps the receiver's verified prefix for `--resume`. The
-/// exit status of an interrupted file run is 128 + the signal's number, as shells report it;
-/// a second signal leaves at once.
-fn watch_signals(trigger: hare_transfer::StopTrigger, code: Arc<AtomicU8>) -> Result<()> {
-    const BASE: u8 = 128;
+/// exit status of an interrupted file run is 128 + the signal's number, as shells report it
+/// (`ExitKind::Signal`, whose number `seen` records); a second signal leaves at once.
+fn watch_signals(trigger: hare_transfer::StopTrigger, seen: Arc<AtomicU8>) -> Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
+    let leave = |n: u8| std::process::exit(i32::from(ExitKind::Signal(n).code()));
     // POSIX's numbers for these three are the same on every Unix.
     let kinds = [
         (SignalKind::interrupt(), "Ctrl-C", 2),
@@ -507,16 +569,16 @@ fn watch_signals(trigger: hare_transfer::StopTrigger, code: Arc<AtomicU8>) -> Re
     ];
     for (kind, name, number) in kinds {
         let mut sig = signal(kind).with_context(|| format!("listening for {name}"))?;
-        let (trigger, code) = (trigger.clone(), code.clone());
+        let (trigger, seen) = (trigger.clone(), seen.clone());
         tokio::spawn(async move {
             if sig.recv().await.is_some() {
                 if trigger.is_triggered() {
-                    std::process::exit(i32::from(BASE + number));
+                    leave(number);
                 }
-                code.store(BASE + number, Ordering::Relaxed);
+                seen.store(number, Ordering::Relaxed);
                 trigger.stop_because(name);
                 if sig.recv().await.is_some() {
-                    std::process::exit(i32::from(BASE + number));
+                    leave(number);
                 }
             }
         });
@@ -600,32 +662,37 @@ fn run_bench_files(b: BenchFilesArgs) -> Result<ExitCode> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let other = |r: Result<ExitCode>| match r {
+        Ok(_) => Ok(ExitKind::Ok),
+        Err(e) => Err(Failed(kind_of(&e, ExitKind::Error), e)),
+    };
     let res = match cli.command {
-        Some(Command::Bench(b)) => run_bench(b),
-        Some(Command::BenchFiles(b)) => run_bench_files(b),
-        Some(Command::Id(a)) => run_id(a),
-        Some(Command::BenchPlainRecv(p)) => runtime().and_then(|rt| {
+        Some(Command::Bench(b)) => other(run_bench(b)),
+        Some(Command::BenchFiles(b)) => other(run_bench_files(b)),
+        Some(Command::Id(a)) => other(run_id(a)),
+        Some(Command::BenchPlainRecv(p)) => other(runtime().and_then(|rt| {
             rt.block_on(hare_transfer::bench::plain_recv(
                 p.mtu,
                 p.window,
                 &p.identity,
             ))?;
             Ok(ExitCode::SUCCESS)
-        }),
-        Some(Command::BenchPlainSend(p)) => runtime().and_then(|rt| {
+        })),
+        Some(Command::BenchPlainSend(p)) => other(runtime().and_then(|rt| {
             let pin = p.pin.parse()?;
             rt.block_on(hare_transfer::bench::plain_send(
                 &p.addr, pin, p.mtu, p.window, p.seconds,
             ))?;
             Ok(ExitCode::SUCCESS)
-        }),
+        })),
         None => run_send(cli.send),
     };
-    match res {
-        Ok(code) => code,
-        Err(e) => {
+    let kind = match res {
+        Ok(kind) => kind,
+        Err(Failed(kind, e)) => {
             eprintln!("hare-send: error: {e:#}");
-            ExitCode::FAILURE
+            kind
         }
-    }
+    };
+    ExitCode::from(kind.code())
 }

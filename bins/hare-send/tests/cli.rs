@@ -148,7 +148,7 @@ fn text_report_has_nuttcp_lines_and_a_summary() {
 fn wrong_pin_exits_nonzero_and_says_so() {
     let (_id, r) = receiver(None);
     let out = run(hare_send().args(["-n", "1m", "--pin", &"ab".repeat(32), &r.addr.to_string()]));
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(5), "authentication failed");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("certificate pin mismatch"), "{err}");
 }
@@ -156,8 +156,40 @@ fn wrong_pin_exits_nonzero_and_says_so() {
 #[test]
 fn no_trust_is_a_usage_error() {
     let out = run(hare_send().args(["-n", "1m", "127.0.0.1:9"]));
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no trust given"));
+}
+
+/// Send `file` slowly (`-R 4m`) to `r`, which writes into `dst`, and stop hare-send with
+/// `signal` once data is arriving (polled, at most 30 s, however slow the host).
+fn interrupted_file_send(
+    file: &Path,
+    dst: &Path,
+    r: &BackgroundReceiver,
+    signal: nix::sys::signal::Signal,
+) -> Output {
+    let fp = r.fingerprint.expect("fingerprint").to_string();
+    let child = hare_send()
+        .args(["-R", "4m", "-q", "--pin", &fp])
+        .arg(file)
+        .arg(r.addr.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let name = file
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    for _ in 0..600 {
+        if in_progress(dst, name).iter().any(|f| f.1 > 0) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).expect("signal");
+    wait_bounded(child, Duration::from_secs(30))
 }
 
 #[test]
@@ -171,29 +203,8 @@ fn ctrl_c_aborts_a_file_and_resume_completes_it() {
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
         .collect();
     std::fs::write(&file, &data).expect("write");
-    let child = hare_send()
-        .args(["-R", "4m", "-q", "--pin", &fp])
-        .arg(&file)
-        .arg(r.addr.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    // Interrupt once data is arriving (polled, at most 30 s), however slow the host.
     let part = dst.path().join(".movie.bin.hare-part");
-    for _ in 0..600 {
-        if in_progress(dst.path(), "movie.bin").iter().any(|f| f.1 > 0) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(300));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .expect("signal");
-    let out = wait_bounded(child, Duration::from_secs(30));
+    let out = interrupted_file_send(&file, dst.path(), &r, nix::sys::signal::Signal::SIGINT);
     assert_eq!(
         out.status.code(),
         Some(130),
@@ -328,8 +339,9 @@ fn kernel_tcp_cubic_bulk() {
     assert_eq!(v["start"]["test_start"]["protocol"].as_str(), Some("TCP"));
 }
 
-/// Every bad value is refused before connecting: exit status 1 (never a panic's 101), one
-/// line naming the option, its cause said once, and no Rust debug text.
+/// Every bad value is refused before connecting: exit status 2 (a source that cannot be read:
+/// 1; never a panic's 101), one line naming the option, its cause said once, and no Rust
+/// debug text.
 #[test]
 fn bad_option_values_are_refused_with_their_cause_once() {
     let cases: &[(&[&str], &str)] = &[
@@ -393,7 +405,12 @@ fn bad_option_values_are_refused_with_their_cause_once() {
         }
         let out = run(&mut cmd);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        let status = if args.contains(&"/nonexistent/x") {
+            1
+        } else {
+            2
+        };
+        assert_eq!(out.status.code(), Some(status), "{args:?}: {err}");
         assert!(err.contains(expect), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         for debug in ["Some(", "DnsName(", "Os {", "kind:"] {
@@ -494,7 +511,7 @@ fn host_named_first_is_told_to_go_last() {
         "127.0.0.1",
         "data.bin",
     ]));
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("goes last"), "{err}");
     assert_eq!(err.matches("127.0.0.1").count(), 1, "{err}");
@@ -554,11 +571,147 @@ fn reverse_mode_runs_stops_on_sigterm_and_refuses_files() {
     // The sender's report came back and names its controller.
     assert!(said("the receiver's cubic@linux-6:"), "{v}");
 
+    // A combination of options it cannot honour: a usage error (status 2, as clap's).
     let out = run(hare_send().args(["-r", "--pin", &fp, "Cargo.toml", &r.addr.to_string()]));
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("-r with files: reverse mode moves bulk data only"),
         "{err}"
     );
+}
+
+/// A file that fails exits 3, a refused job 4, a sender the receiver does not authorise 5.
+#[test]
+fn exit_statuses_say_files_failed_refused_and_not_authorised() {
+    let dst = tempfile::tempdir().expect("tempdir");
+    let (_id, r) = receiver(Some(dst.path()));
+    let fp = r.fingerprint.expect("fingerprint").to_string();
+    let src = tempfile::tempdir().expect("tempdir");
+    let t = src.path().join("t");
+    std::fs::create_dir(&t).expect("mkdir");
+    std::fs::write(t.join("good"), b"good").expect("w");
+    std::fs::write(t.join("a\\b"), b"a name no receiver takes").expect("w");
+    let send_tree = || {
+        run(hare_send()
+            .args(["-q", "--pin", &fp])
+            .arg(&t)
+            .arg(r.addr.to_string()))
+    };
+    let out = send_tree();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("1 of 2 file(s) failed"), "{err}");
+    let out = send_tree();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("exists"), "{err}");
+
+    let id = tempfile::tempdir().expect("tempdir");
+    let mut o = recv_options(id.path().into(), None);
+    o.allow = vec![Fingerprint::of(b"somebody else")];
+    let strict = BackgroundReceiver::start(o).expect("receiver");
+    let pin = strict.fingerprint.expect("fingerprint").to_string();
+    let out = run(hare_send().args(["-n", "1m", "--pin", &pin, &strict.addr.to_string()]));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(err.contains("not authorised"), "{err}");
+    let out = run(hare_send().arg("--no-such-option"));
+    assert_eq!(out.status.code(), Some(2), "clap's usage status");
+}
+
+/// SIGTERM stops a file transfer like Ctrl-C, with 128 + 15.
+#[test]
+fn sigterm_stops_a_file_transfer_with_143() {
+    let dst = tempfile::tempdir().expect("tempdir");
+    let (_id, r) = receiver(Some(dst.path()));
+    let src = tempfile::tempdir().expect("tempdir");
+    let file = src.path().join("big.bin");
+    std::fs::write(&file, vec![7u8; 3 << 20]).expect("write");
+    let out = interrupted_file_send(&file, dst.path(), &r, nix::sys::signal::Signal::SIGTERM);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+}
+
+/// A UDP relay to `to` that forwards both ways until `cut` is set, then drops everything:
+/// to the sender the receiver has gone silent. Its threads end within 60 s.
+fn relay(
+    to: std::net::SocketAddr,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::net::SocketAddr {
+    use std::net::UdpSocket;
+    use std::sync::atomic::Ordering;
+    use std::sync::{Arc, Mutex};
+    let front = UdpSocket::bind("127.0.0.1:0").expect("front");
+    let back = UdpSocket::bind("127.0.0.1:0").expect("back");
+    back.connect(to).expect("connect");
+    for s in [&front, &back] {
+        s.set_read_timeout(Some(Duration::from_millis(50)))
+            .expect("timeout");
+    }
+    let addr = front.local_addr().expect("addr");
+    let client = Arc::new(Mutex::new(None));
+    let (front2, back2) = (
+        front.try_clone().expect("clone"),
+        back.try_clone().expect("clone"),
+    );
+    let (cut2, client2) = (cut.clone(), client.clone());
+    let until = Instant::now() + Duration::from_secs(60);
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 65536];
+        while Instant::now() < until {
+            if let Ok((n, from)) = front.recv_from(&mut buf) {
+                *client2.lock().expect("lock") = Some(from);
+                if !cut2.load(Ordering::Relaxed) {
+                    let _ = back.send(&buf[..n]);
+                }
+            }
+        }
+    });
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 65536];
+        while Instant::now() < until {
+            if let Ok(n) = back2.recv(&mut buf) {
+                let to = *client.lock().expect("lock");
+                if let (false, Some(c)) = (cut.load(Ordering::Relaxed), to) {
+                    let _ = front2.send_to(&buf[..n], c);
+                }
+            }
+        }
+    });
+    addr
+}
+
+/// A receiver that goes silent mid-run ends the run after --idle-timeout with status 6.
+#[test]
+fn a_silent_receiver_exits_6_after_the_idle_timeout() {
+    let (_id, r) = receiver(None);
+    let fp = r.fingerprint.expect("fingerprint").to_string();
+    let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let via = relay(r.addr, cut.clone());
+    let child = hare_send()
+        .args([
+            "-T",
+            "30",
+            "-R",
+            "10m",
+            "--idle-timeout",
+            "2",
+            "--keep-alive",
+            "0.5",
+        ])
+        .args(["-q", "--pin", &fp, &via.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(1500));
+    cut.store(true, std::sync::atomic::Ordering::Relaxed);
+    let t = Instant::now();
+    let out = wait_bounded(child, Duration::from_secs(20));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(6), "{err}");
+    assert!(err.contains("went silent"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(6), "{:?}", t.elapsed());
 }

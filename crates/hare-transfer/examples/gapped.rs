@@ -209,6 +209,7 @@ async fn attacker(relay: SocketAddr, fp: Fingerprint, stop: Arc<AtomicBool>) {
             resume: false,
             force: true,
             dirs: Vec::new(),
+            links: Vec::new(),
         },
         window: 1 << 20,
         controller: "gapped".into(),

@@ -20,6 +20,7 @@ pub mod cc;
 pub mod channels;
 pub mod cpu;
 pub mod error;
+pub mod exit;
 pub mod fail_code;
 pub mod hystart_mib;
 pub mod identity;

@@ -90,6 +90,30 @@ fn decorated(final_path: &Path, middle: &str) -> PathBuf {
     final_path.with_file_name(format!(".{name}{middle}{PART_SUFFIX}"))
 }
 
+/// True when a link named `name` (a job name) with this `target` would point outside the
+/// job's tree: an absolute target, or one whose `..` climb above the tree's top from the
+/// link's directory (rsync's `unsafe_symlink()` test for `--safe-links`).
+pub fn unsafe_link(name: &str, target: &str) -> bool {
+    if target.starts_with('/') || target.is_empty() {
+        return true;
+    }
+    // The link's directory, counted in components below the top of the tree.
+    let mut depth = name.split('/').count() as i64 - 1;
+    for c in target.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                depth -= 1;
+                if depth < 0 {
+                    return true;
+                }
+            }
+            _ => depth += 1,
+        }
+    }
+    false
+}
+
 /// Create the directories of `name` under `dir`, refusing to pass through a symbolic link or
 /// a non-directory. `dir` itself must exist.
 pub fn safe_create_parents(dir: &Path, name: &str) -> Result<()> {
@@ -99,10 +123,17 @@ pub fn safe_create_parents(dir: &Path, name: &str) -> Result<()> {
         code: crate::protocol::FailCode::NameRefused,
     })?;
     let mut p = dir.to_path_buf();
-    for c in &parts[..parts.len().saturating_sub(1)] {
+    for (i, c) in parts[..parts.len().saturating_sub(1)].iter().enumerate() {
         p.push(c);
         match std::fs::symlink_metadata(&p) {
             Ok(m) if m.file_type().is_dir() => {}
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(TransferError::File {
+                    name: name.to_owned(),
+                    reason: format!("{} is a symbolic link; not followed", parts[..=i].join("/")),
+                    code: crate::protocol::FailCode::NameRefused,
+                })
+            }
             Ok(_) => {
                 return Err(TransferError::File {
                     name: name.to_owned(),
@@ -176,6 +207,17 @@ mod tests {
         let long = "x".repeat(MAX_COMPONENT);
         let p = job_part_path(Path::new(&long), u64::MAX);
         assert!(p.as_os_str().len() <= 255);
+    }
+
+    #[test]
+    fn unsafe_links_are_absolute_or_climb_out() {
+        assert!(unsafe_link("l", "/etc/passwd"));
+        assert!(unsafe_link("l", "../x"));
+        assert!(unsafe_link("a/l", "../../x"));
+        assert!(unsafe_link("a/l", "b/../../../x"));
+        assert!(!unsafe_link("a/l", "../x"));
+        assert!(!unsafe_link("a/l", "./b/../c"));
+        assert!(!unsafe_link("l", "x/y"));
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub const MAX_FILES: usize = 10_000;
 pub const MAX_STREAMS: u16 = 128;
 /// Longest token accepted, in bytes.
 pub const MAX_TOKEN: usize = 1024;
+/// Most times one file may be sent again within a job ([`ToReceiver::FileRetry`]).
+pub const MAX_RETRIES: u32 = 100;
 
 /// QUIC application close codes (also used as process-level reasons in logs). The close reason
 /// text says which limit or deadline applied.
@@ -73,6 +75,10 @@ pub enum Job {
         /// Empty directories to create (relative names, checked like file names).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         dirs: Vec<String>,
+        /// Symbolic links to create as links (`--links`), after `dirs`; a receiver that does
+        /// not list [`feature::LINKS`] in its welcome ignores them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        links: Vec<LinkEntry>,
     },
 }
 
@@ -156,6 +162,24 @@ pub enum ToReceiver {
         /// Why.
         reason: String,
     },
+    /// The file changed while it was read: the receiver discards what it has of this attempt
+    /// and answers [`ToSender::FileRestart`], then takes a new data channel for the file, from
+    /// offset 0, with this size and metadata (only to receivers that list
+    /// [`feature::RETRY`]).
+    FileRetry {
+        /// Index in the manifest.
+        index: u32,
+        /// Why the last attempt was given up.
+        reason: String,
+        /// The file's size now.
+        size: u64,
+        /// Permission bits now (as in [`FileEntry::mode`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<u32>,
+        /// Modification time now (as in [`FileEntry::mtime_ns`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mtime_ns: Option<i64>,
+    },
 }
 
 /// How the receiver plans to take one file.
@@ -186,6 +210,13 @@ pub enum ToSender {
         files: Vec<FilePlan>,
         /// TCP mode: the session the data connections must name (hex).
         session: Option<String>,
+        /// What this receiver understands beyond version 1 ([`feature`]); absent from older
+        /// receivers.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        features: Vec<String>,
+        /// The verdict on each link of the job (made when the job was accepted).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        links: Vec<LinkResult>,
     },
     /// The job is refused; the receiver closes after this.
     Refuse {
@@ -246,6 +277,12 @@ pub enum ToSender {
     StopSending {
         /// Why, for the remote sender's log.
         reason: String,
+    },
+    /// Answer to [`ToReceiver::FileRetry`]: the last attempt is discarded, the file's new data
+    /// channel may come.
+    FileRestart {
+        /// Index in the manifest.
+        index: u32,
     },
 }
 
@@ -428,6 +465,38 @@ pub enum FromRemoteSender {
     },
 }
 
+/// Optional parts of the protocol a receiver announces in its welcome (`features`). A sender
+/// uses one only when the receiver listed it, so version-1 peers of either age interoperate.
+pub mod feature {
+    /// Symbolic links in file jobs (`links` in the job, `links` verdicts in the welcome).
+    pub const LINKS: &str = "links";
+    /// Changed files sent again within the job (`file-retry`, `file-restart`).
+    pub const RETRY: &str = "retry";
+}
+
+/// A symbolic link of a file job (`--links`): its name (checked like a file name) and its
+/// target, as the link holds it (never resolved by either side).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkEntry {
+    /// Relative name with `/` separators.
+    pub name: String,
+    /// The link's target text, exactly as `readlink(2)` gave it.
+    pub target: String,
+    /// Modification time of the link itself, nanoseconds since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtime_ns: Option<i64>,
+}
+
+/// How the receiver took one link of the job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkResult {
+    /// Index in the job's `links`.
+    pub index: u32,
+    /// Why it was not made (absent when it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -564,6 +633,43 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&start).ok().as_deref(),
             Some(r#"{"type":"start","controller":"cubic@linux-6"}"#)
+        );
+    }
+
+    #[test]
+    fn new_fields_are_optional_both_ways() {
+        // An older receiver's welcome: no features, no link verdicts.
+        let old = r#"{"type":"welcome","version":1,"software":"hare-recv 0.0.9","window":1,"files":[],"session":null}"#;
+        let back: Option<ToSender> = serde_json::from_str(old).ok();
+        assert!(matches!(
+            back,
+            Some(ToSender::Welcome { features, links, .. }) if features.is_empty() && links.is_empty()
+        ));
+        // A field this version does not know is ignored, as older receivers ignore `links`.
+        let newer = r#"{"kind":"files","files":[],"resume":false,"force":false,"later":[1]}"#;
+        assert!(serde_json::from_str::<Job>(newer).is_ok());
+        // Without links the job reads as before.
+        let j = Job::Files {
+            files: Vec::new(),
+            resume: false,
+            force: false,
+            dirs: Vec::new(),
+            links: Vec::new(),
+        };
+        assert_eq!(
+            serde_json::to_string(&j).ok().as_deref(),
+            Some(r#"{"kind":"files","files":[],"resume":false,"force":false}"#)
+        );
+        let r = ToReceiver::FileRetry {
+            index: 1,
+            reason: "changed".into(),
+            size: 5,
+            mode: None,
+            mtime_ns: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&r).ok().as_deref(),
+            Some(r#"{"type":"file-retry","index":1,"reason":"changed","size":5}"#)
         );
     }
 

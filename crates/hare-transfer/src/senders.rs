@@ -96,7 +96,7 @@ impl Authorisation {
             (false, None) => Some("no sender certificate presented".to_owned()),
         };
         Err(match (token_part, cert_part) {
-            (Some(t), None) => t.to_owned(),
+            (Some(t), None) => format!("not authorised: {t}"),
             (None, Some(c)) => format!("not authorised: {c}"),
             (Some(t), Some(c)) => format!("not authorised: {c}, and {t}"),
             (None, None) => "not authorised".to_owned(),

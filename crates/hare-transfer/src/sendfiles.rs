@@ -2,15 +2,16 @@
 //!
 //! `hare-send a.bin dir/ HOST` sends `a.bin` as `a.bin` and every regular file under `dir` as
 //! `dir/...` (like `scp -r`), with its permission bits and modification time ([`Keep`]).
-//! Symbolic links and special files are skipped with a warning rather than followed; empty
-//! directories are not recreated; files whose names cannot be represented on a receiver are
-//! left out and reported ([`gather`]).
+//! Symbolic links are sent as links with `--links` (rsync `-l`: the target text as it is,
+//! never followed) and otherwise skipped with a warning, as special files are; empty
+//! directories are created on the receiver; files whose names cannot be represented on a
+//! receiver are left out and reported ([`gather`]).
 
 use std::path::{Path, PathBuf};
 
 use crate::error::{Result, TransferError};
 use crate::names;
-use crate::protocol::{FileEntry, MAX_FILES};
+use crate::protocol::{FileEntry, LinkEntry, MAX_FILES};
 
 /// A local file and the name it travels under.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +29,8 @@ pub struct Keep {
     pub perms: bool,
     /// Modification time kept.
     pub times: bool,
+    /// What becomes of symbolic links.
+    pub links: Links,
 }
 
 impl Default for Keep {
@@ -35,8 +38,23 @@ impl Default for Keep {
         Self {
             perms: true,
             times: true,
+            links: Links::Skip,
         }
     }
+}
+
+/// What a file job does with symbolic links (rsync's `-l` and `--safe-links`; scp follows
+/// them, which hare never does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Links {
+    /// Skipped with a warning naming each (the default, as without rsync `-l`).
+    #[default]
+    Skip,
+    /// Sent as links, the target text unchanged (`--links`, rsync `-l`).
+    Keep,
+    /// Sent as links, except those whose target is absolute or climbs out of the transfer
+    /// with `..`, which are skipped with a warning (`--links --safe-links`).
+    Safe,
 }
 
 /// The manifest entry of a file with metadata `m`, as `keep` says.
@@ -66,6 +84,8 @@ pub struct Gathered {
     pub refused: Refused,
     /// Directories with nothing in them, by job name (created on the receiver, as rsync does).
     pub empty_dirs: Vec<String>,
+    /// Symbolic links to send as links (`--links`).
+    pub links: Vec<LinkEntry>,
 }
 
 /// Files that cannot be sent under their name, each with the reason: `(name, reason)`.
@@ -89,6 +109,8 @@ pub fn gather(paths: &[PathBuf], keep: Keep) -> Result<Gathered> {
         };
         if meta.is_file() {
             push(&mut g, p.clone(), entry(base, &meta, keep))?;
+        } else if meta.is_symlink() && keep.links != Links::Skip {
+            push_link(&mut g, p, base, &meta, keep)?;
         } else if meta.is_dir() {
             walk(p, &base, (0, keep), &mut g)?;
         } else {
@@ -99,6 +121,7 @@ pub fn gather(paths: &[PathBuf], keep: Keep) -> Result<Gathered> {
         }
     }
     let mut names: Vec<&str> = g.sources.iter().map(|s| s.entry.name.as_str()).collect();
+    names.extend(g.links.iter().map(|l| l.name.as_str()));
     names.sort_unstable();
     if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
         return Err(TransferError::Usage(format!(
@@ -131,12 +154,60 @@ fn push(g: &mut Gathered, path: PathBuf, entry: FileEntry) -> Result<()> {
             .push((entry.name, format!("name cannot be sent: {r}")));
         return Ok(());
     }
-    if g.sources.len() >= MAX_FILES {
+    too_many(g)?;
+    g.sources.push(Source { path, entry });
+    Ok(())
+}
+
+fn too_many(g: &Gathered) -> Result<()> {
+    if g.sources.len() + g.links.len() >= MAX_FILES {
         return Err(TransferError::Usage(format!(
             "more than {MAX_FILES} files in one job"
         )));
     }
-    g.sources.push(Source { path, entry });
+    Ok(())
+}
+
+/// A symbolic link at `path`, sent as `name`: its target text as it is (not UTF-8: refused
+/// like such a name); with [`Links::Safe`], a target that is absolute or climbs out of the
+/// transfer is skipped with a warning instead.
+fn push_link(
+    g: &mut Gathered,
+    path: &Path,
+    name: String,
+    m: &std::fs::Metadata,
+    keep: Keep,
+) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    if let Err(r) = names::check_name(&name) {
+        g.refused.push((name, format!("name cannot be sent: {r}")));
+        return Ok(());
+    }
+    let target = std::fs::read_link(path)
+        .map_err(|e| TransferError::io(format!("reading the link {}", path.display()), e))?;
+    let Some(target) = target.to_str().map(str::to_owned) else {
+        g.refused
+            .push((name, "link target is not valid UTF-8; not sent".into()));
+        return Ok(());
+    };
+    if keep.links == Links::Safe && names::unsafe_link(&name, &target) {
+        g.warnings.push(format!(
+            "skipping {}: unsafe link to {target} (--safe-links)",
+            path.display()
+        ));
+        return Ok(());
+    }
+    too_many(g)?;
+    let mtime_ns = keep.times.then(|| {
+        m.mtime()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(m.mtime_nsec())
+    });
+    g.links.push(LinkEntry {
+        name,
+        target,
+        mtime_ns,
+    });
     Ok(())
 }
 
@@ -170,11 +241,18 @@ fn walk(dir: &Path, name: &str, (depth, keep): (usize, Keep), g: &mut Gathered) 
             push(g, path, entry(child, &m, keep))?;
         } else if ft.is_dir() {
             walk(&path, &child, (depth + 1, keep), g)?;
-        } else {
+        } else if ft.is_symlink() && keep.links != Links::Skip {
+            let m = std::fs::symlink_metadata(&path)
+                .map_err(|err| TransferError::io(format!("reading {}", path.display()), err))?;
+            push_link(g, &path, child, &m, keep)?;
+        } else if ft.is_symlink() {
             g.warnings.push(format!(
-                "skipping {}: symbolic link or special file",
+                "skipping {}: symbolic link (send it as a link with --links)",
                 path.display()
             ));
+        } else {
+            g.warnings
+                .push(format!("skipping {}: special file", path.display()));
         }
     }
     Ok(())
@@ -260,6 +338,48 @@ mod tests {
                 .count(),
             2
         );
+    }
+
+    #[test]
+    fn links_travel_as_links_and_safe_links_skips_the_unsafe_ones() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let root = d.path().join("t");
+        std::fs::create_dir_all(root.join("sub")).expect("mkdir");
+        std::fs::write(root.join("f"), b"f").expect("w");
+        std::os::unix::fs::symlink("../f", root.join("sub/up")).expect("ln");
+        std::os::unix::fs::symlink("/etc/passwd", root.join("abs")).expect("ln");
+        std::os::unix::fs::symlink("../../../out", root.join("sub/esc")).expect("ln");
+        std::os::unix::fs::symlink("nowhere", root.join("dangling")).expect("ln");
+        let keep = |links| Keep {
+            links,
+            ..Keep::default()
+        };
+        let g = gather(std::slice::from_ref(&root), keep(Links::Keep)).expect("gather");
+        let links: Vec<(&str, &str)> = g
+            .links
+            .iter()
+            .map(|l| (l.name.as_str(), l.target.as_str()))
+            .collect();
+        assert_eq!(
+            links,
+            vec![
+                ("t/abs", "/etc/passwd"),
+                ("t/dangling", "nowhere"),
+                ("t/sub/esc", "../../../out"),
+                ("t/sub/up", "../f"),
+            ]
+        );
+        assert!(g.links.iter().all(|l| l.mtime_ns.is_some()));
+        assert!(g.warnings.is_empty(), "{:?}", g.warnings);
+        let g = gather(std::slice::from_ref(&root), keep(Links::Safe)).expect("gather");
+        let names: Vec<&str> = g.links.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, vec!["t/dangling", "t/sub/up"]);
+        assert_eq!(g.warnings.len(), 2, "{:?}", g.warnings);
+        assert!(g.warnings.iter().all(|w| w.contains("unsafe link")));
+        let g = gather(&[root], Keep::default()).expect("gather");
+        assert!(g.links.is_empty());
+        assert_eq!(g.warnings.len(), 4);
+        assert!(g.warnings.iter().all(|w| w.contains("--links")));
     }
 
     #[test]

@@ -158,6 +158,7 @@ pub fn send_options(addr: SocketAddr, trust: Option<Trust>, job: SendJob) -> Sen
         tcp: None,
         liveness: Default::default(),
         reverse: false,
+        retries: crate::sender::DEFAULT_RETRIES,
     }
 }
 

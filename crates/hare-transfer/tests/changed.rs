@@ -50,6 +50,8 @@ fn a_file_rewritten_during_its_send_is_not_reported_done() {
     };
     let mut o = send_options(recv.addr, recv.trust(), job);
     o.rate = Some(8_000_000);
+    // Not sent again (`--retries 0`): tests/retry.rs covers the retries.
+    o.retries = 0;
     let outcome = runtime()
         .block_on(send(o, Stop::never()))
         .expect("the job runs");

@@ -382,6 +382,7 @@ fn hello_with(files: Vec<FileEntry>) -> ToReceiver {
             resume: false,
             force: true,
             dirs: Vec::new(),
+            links: Vec::new(),
         },
         window: 1 << 20,
         controller: "test".into(),

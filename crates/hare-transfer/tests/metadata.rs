@@ -84,6 +84,7 @@ fn no_perms_and_no_times_only_narrow() {
     let keep = Keep {
         perms: false,
         times: false,
+        ..Keep::default()
     };
     let out = send_tree(&t, dst.path(), keep);
     assert!(out.files.iter().all(|f| f.ok), "{:?}", out.files);

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 
 use crate::identity::Fingerprint;
-use crate::protocol::{FilePlan, Job, ToReceiver, MAX_STREAMS, PROTOCOL_VERSION, REVERSE_VERSION};
+use crate::protocol::{
+    FilePlan, Job, LinkResult, ToReceiver, MAX_STREAMS, PROTOCOL_VERSION, REVERSE_VERSION,
+};
 use crate::recvfile::{plan_file, FinalNames, Planned};
 use crate::senders::Authorisation;
 
@@ -20,6 +22,10 @@ pub(super) enum Accepted {
     Files {
         planned: HashMap<u32, Planned>,
         count: usize,
+        /// The job's links, made at acceptance: one verdict each.
+        links: Vec<LinkResult>,
+        /// Files may replace existing ones (`--force`; a file sent again is planned anew).
+        force: bool,
     },
 }
 
@@ -113,14 +119,15 @@ pub(super) fn plan_job(
             resume,
             force,
             dirs,
+            links,
         } => {
             let Some(dir) = &opts.dir else {
                 return Err("this receiver takes no files (start it with --dir DIR)".into());
             };
-            if files.len() + dirs.len() > l.max_files {
+            let entries = files.len() + dirs.len() + links.len();
+            if entries > l.max_files {
                 return Err(format!(
-                    "{} files and directories exceed this receiver's limit of {}",
-                    files.len() + dirs.len(),
+                    "{entries} files, directories and links exceed this receiver's limit of {}",
                     l.max_files
                 ));
             }
@@ -156,6 +163,13 @@ pub(super) fn plan_job(
                     problems.push(format!("{d}: {r}"));
                 }
             }
+            for k in links {
+                if !seen.insert(k.name.as_str()) {
+                    problems.push(format!("{}: named twice", k.name));
+                } else if let Err(r) = link_in_the_way(dir, &k.name, *force) {
+                    problems.push(format!("{}: {r}", k.name));
+                }
+            }
             if !problems.is_empty() {
                 let more = problems.len().saturating_sub(5);
                 let mut reason = problems.into_iter().take(5).collect::<Vec<_>>().join("; ");
@@ -178,16 +192,54 @@ pub(super) fn plan_job(
                 }
                 Err(e) => return Err(e.to_string()),
             }
+            let links = make_links(dir, links, *force, l.safe_links);
             Ok((
                 Accepted::Files {
                     count: files.len(),
                     planned,
+                    links,
+                    force: *force,
                 },
                 plans,
                 grant,
             ))
         }
     }
+}
+
+/// A link's name is refused up front like a file's: a bad name, a directory in its place, or
+/// (without `--force`) anything at all there.
+fn link_in_the_way(dir: &std::path::Path, name: &str, force: bool) -> Result<(), String> {
+    let path = crate::names::final_path(dir, name)?;
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.is_dir() => Err("exists as a directory".into()),
+        Ok(_) if !force => Err("exists (the sender may overwrite it with --force)".into()),
+        _ => Ok(()),
+    }
+}
+
+/// Make the job's links (after its directories, before any file data), then sync the file
+/// system once so that their names are as durable as the files' (see `recvfile::batch`).
+fn make_links(
+    dir: &std::path::Path,
+    links: &[crate::protocol::LinkEntry],
+    force: bool,
+    safe: bool,
+) -> Vec<LinkResult> {
+    let out: Vec<LinkResult> = links
+        .iter()
+        .enumerate()
+        .map(|(i, k)| LinkResult {
+            index: i as u32,
+            reason: crate::recvfile::make_link(dir, k, force, safe).err(),
+        })
+        .collect();
+    if out.iter().any(|r| r.reason.is_none()) {
+        if let Err(e) = std::fs::File::open(dir).and_then(|f| crate::recvfile::syncfs(&f)) {
+            tracing::warn!("syncing {} after making links: {e}", dir.display());
+        }
+    }
+    out
 }
 
 /// Create the empty directory `name` under `dir` (and its parents), never through a symbolic

@@ -17,8 +17,8 @@ use crate::error::{Result, TransferError};
 use crate::identity::Fingerprint;
 use crate::intervals::job_interval;
 use crate::protocol::{
-    read_frame, write_frame, DataHeader, DataKind, FilePlan, ToReceiver, ToSender, MAX_STREAMS,
-    PROTOCOL_VERSION,
+    feature, read_frame, write_frame, DataHeader, DataKind, FilePlan, LinkResult, ToReceiver,
+    ToSender, MAX_STREAMS, PROTOCOL_VERSION,
 };
 use crate::recvfile::{EarlyLimits, Failure, FinalNames, Planned, Verified};
 use crate::report::{Printer, RunLog};
@@ -124,7 +124,11 @@ pub(super) async fn run_job(
         ToReceiver::Hello { interval_s, .. } => job_interval(*interval_s, ctx.opts.interval),
         _ => ctx.opts.interval,
     };
-    welcome(&ctx, &mut out, grant, plans, channels).await?;
+    let links = match &accepted {
+        Accepted::Files { links, .. } => links.clone(),
+        Accepted::Bulk { .. } => Vec::new(),
+    };
+    welcome(&ctx, &mut out, grant, plans, channels, links).await?;
     if let ToReceiver::Hello {
         reverse: Some(r), ..
     } = &hello
@@ -136,6 +140,7 @@ pub(super) async fn run_job(
     let t0 = Instant::now();
     let cpu = CpuClock::start();
     let mut log = start_log(&ctx, &hello, &accepted, grant, interval, printer)?;
+    log_failed_links(&hello, &accepted, &mut log);
     let ctl_rx = spawn_control_reader(ctl_r);
     let mut job = Running::new(&ctx, accepted, channels, t0, interval);
     let abort = job.serve(&mut out, &mut log, ctl_rx, data_rx).await;
@@ -182,6 +187,30 @@ async fn admit(
     Ok((accepted, plans, grant, slot))
 }
 
+/// Each link the job could not make, as an error event of the job's log.
+fn log_failed_links(hello: &ToReceiver, accepted: &Accepted, log: &mut RunLog) {
+    let (
+        ToReceiver::Hello {
+            job: crate::protocol::Job::Files { links: asked, .. },
+            ..
+        },
+        Accepted::Files { links, .. },
+    ) = (hello, accepted)
+    else {
+        return;
+    };
+    for r in links {
+        if let (Some(why), Some(k)) = (&r.reason, asked.get(r.index as usize)) {
+            log.event(Event {
+                t_s: 0.0,
+                kind: EventKind::Error {
+                    message: logs::clean(&format!("{}: {why}", k.name), logs::MAX_LOGGED),
+                },
+            });
+        }
+    }
+}
+
 /// Open the connection to data (window, stream credit) and send the Welcome.
 async fn welcome(
     ctx: &JobCtx,
@@ -189,6 +218,7 @@ async fn welcome(
     grant: u64,
     plans: Vec<FilePlan>,
     channels: usize,
+    links: Vec<LinkResult>,
 ) -> Result<()> {
     if let Some(conn) = &ctx.conn {
         conn.set_receive_window(VarInt::from_u64(grant).unwrap_or(VarInt::MAX));
@@ -203,6 +233,8 @@ async fn welcome(
         session: ctx
             .session
             .map(|s| s.iter().map(|b| format!("{b:02x}")).collect()),
+        features: vec![feature::LINKS.to_owned(), feature::RETRY.to_owned()],
+        links,
     })
     .await?;
     if let (Some(conn), Some(tx)) = (&ctx.conn, ctx.data_tx.clone()) {
@@ -236,6 +268,9 @@ fn start_log(
         Accepted::Bulk {
             seconds, streams, ..
         } => format!("bulk {:.1} s, {streams} stream(s)", seconds.unwrap_or(0.0)),
+        Accepted::Files { count, links, .. } if !links.is_empty() => {
+            format!("{count} file(s), {} link(s)", links.len())
+        }
         Accepted::Files { count, .. } => format!("{count} file(s)"),
     };
     let mtu = ctx
@@ -384,7 +419,7 @@ async fn finish(
         Some(e) => Err(e),
         None if job.failures > 0 => Err(TransferError::FilesFailed {
             failed: job.failures,
-            total: job.expected,
+            total: job.expected + job.links,
         }),
         None => Ok(()),
     }

@@ -31,7 +31,7 @@ use crate::tcp::{self, TcpOptions};
 mod accept;
 mod gate;
 mod job;
-mod logs;
+pub(crate) mod logs;
 mod quic;
 mod reverse;
 mod streams;
@@ -92,6 +92,9 @@ pub struct Limits {
     pub write_timeout: Duration,
     /// A job that receives no data for this long is ended.
     pub stall_timeout: Duration,
+    /// Refuse links whose target is absolute or climbs out of the job's tree (`--safe-links`,
+    /// as rsync's option on the receiving side); by default links keep their target text.
+    pub safe_links: bool,
 }
 
 impl Default for Limits {
@@ -108,6 +111,7 @@ impl Default for Limits {
             hello_timeout: HELLO_TIMEOUT,
             write_timeout: WRITE_TIMEOUT,
             stall_timeout: STALL_TIMEOUT,
+            safe_links: false,
         }
     }
 }

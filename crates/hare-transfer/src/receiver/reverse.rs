@@ -186,6 +186,7 @@ mod tests {
             resume: false,
             force: false,
             dirs: Vec::new(),
+            links: Vec::new(),
         };
         assert_eq!(check(&bulk), Ok(()));
         assert!(check(&files).is_err_and(|r| r.contains("bulk data only")));

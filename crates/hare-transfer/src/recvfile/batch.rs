@@ -106,7 +106,7 @@ impl Batch {
 }
 
 /// `syncfs(2)` on the file system holding `f` (Linux 2.6.39).
-fn syncfs(f: &File) -> std::io::Result<()> {
+pub(crate) fn syncfs(f: &File) -> std::io::Result<()> {
     // SAFETY: the descriptor is open for the duration of the call.
     if unsafe { libc::syncfs(f.as_raw_fd()) } == 0 {
         Ok(())

@@ -19,14 +19,17 @@ use crate::protocol::{FailCode, FileEntry, FilePlan};
 mod batch;
 mod claims;
 mod early;
+mod links;
 mod meta;
 mod part;
 
+pub(crate) use batch::syncfs;
 pub use batch::{Batch, Published, BATCH_DELAY, BATCH_FILES};
 
 pub use claims::{FinalNames, NameClaim};
 pub use early::EarlyError;
 use early::EarlyRanges;
+pub use links::make_link;
 use part::{ClosedPart, PartFile};
 
 /// Read-back granularity when the hashed frontier catches up with early data.

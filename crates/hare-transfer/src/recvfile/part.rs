@@ -217,7 +217,7 @@ impl Drop for ClosedPart {
 }
 
 /// `rename(from, to)` that fails with `AlreadyExists` instead of replacing `to`.
-fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+pub(crate) fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
     let c = |p: &Path| {
         CString::new(p.as_os_str().as_bytes()).map_err(|_| io::Error::other("NUL in a path"))
     };

@@ -71,6 +71,7 @@ pub(super) fn spawn_reader(
     mut ctl_r: ControlRead,
     to_loop: mpsc::Sender<Ctl>,
     mut verdicts: HashMap<u32, oneshot::Sender<Verdict>>,
+    restarts: super::retry::Restarts,
 ) {
     tokio::spawn(async move {
         loop {
@@ -104,6 +105,10 @@ pub(super) fn spawn_reader(
                 ),
                 // Only answers to requests this sender no longer makes.
                 ToSender::Progress { .. } => continue,
+                ToSender::FileRestart { index } if restarts.fire(index) => continue,
+                ToSender::FileRestart { index } => Ctl::Closed(format!(
+                    "the receiver restarted file {index}, which was not sent again"
+                )),
                 ToSender::FileResult {
                     index,
                     ok,

@@ -9,7 +9,7 @@ use quinn::VarInt;
 use crate::cpu::CpuClock;
 use crate::error::Result;
 use crate::intervals::Remote;
-use crate::protocol::{close, Job};
+use crate::protocol::{close, feature, Job, LinkResult};
 use crate::sendfiles::Source;
 
 use super::opener::{lock, Opener};
@@ -84,7 +84,13 @@ pub(super) fn summarise(
         });
     }
     let (sent, lost, srtt, min_rtt) = rec.probe.totals();
-    let files_failed = st.reports.iter().any(|r| !r.ok) || st.reports.len() < sources.len();
+    // Every file needs its own verdict: the reports also hold links and names left out.
+    let judged: std::collections::HashSet<&str> =
+        st.reports.iter().map(|r| r.name.as_str()).collect();
+    let files_failed = st.reports.iter().any(|r| !r.ok)
+        || sources
+            .iter()
+            .any(|s| !judged.contains(s.entry.name.as_str()));
     // A file job stopped by the user is incomplete; a bulk job stopped by the user is a
     // normal end (nuttcp-style).
     let stopped_files = st.interrupted && !sources.is_empty();
@@ -171,7 +177,52 @@ pub(super) fn add_refused(reports: &mut Vec<FileReport>, refused: Vec<(String, S
         ok: false,
         reason: Some(reason),
         resumed_from: 0,
+        retries: 0,
     }));
+}
+
+/// The report on each link of the job, from the receiver's welcome. A receiver that does not
+/// take links (an older hare-recv ignores them) makes none: said once, and each is failed.
+pub(super) fn link_reports(
+    job: &Job,
+    results: Vec<LinkResult>,
+    features: &[String],
+    software: &str,
+) -> Vec<FileReport> {
+    let Job::Files { links, .. } = job else {
+        return Vec::new();
+    };
+    if links.is_empty() {
+        return Vec::new();
+    }
+    let report = |name: &str, reason: Option<String>| FileReport {
+        name: name.to_owned(),
+        ok: reason.is_none(),
+        reason,
+        resumed_from: 0,
+        retries: 0,
+    };
+    if !features.iter().any(|f| f == feature::LINKS) {
+        eprintln!(
+            "hare-send: warning: the receiver ({}) does not take symbolic links: {} link(s) not made",
+            crate::receiver::logs::clean(software, 100),
+            links.len()
+        );
+        let why = || Some("link not made: the receiver does not take symbolic links".to_owned());
+        return links.iter().map(|k| report(&k.name, why())).collect();
+    }
+    let mut by_index: std::collections::HashMap<u32, Option<String>> =
+        results.into_iter().map(|r| (r.index, r.reason)).collect();
+    links
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let verdict = by_index
+                .remove(&(i as u32))
+                .unwrap_or_else(|| Some("no verdict from the receiver".into()));
+            report(&k.name, verdict.map(|r| format!("link: {r}")))
+        })
+        .collect()
 }
 
 /// The per-file reports, with a failed entry for every file that got no verdict.
@@ -191,8 +242,54 @@ pub(super) fn file_reports(
                     "no verdict".into()
                 }),
                 resumed_from: 0,
+                retries: 0,
             });
         }
     }
     reports
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::LinkEntry;
+
+    fn job_with_links() -> Job {
+        let link = |n: &str| LinkEntry {
+            name: n.into(),
+            target: "t".into(),
+            mtime_ns: None,
+        };
+        Job::Files {
+            files: Vec::new(),
+            resume: false,
+            force: false,
+            dirs: Vec::new(),
+            links: vec![link("a"), link("b")],
+        }
+    }
+
+    #[test]
+    fn links_get_the_receivers_verdicts_or_fail_when_it_takes_none() {
+        let results = vec![
+            LinkResult {
+                index: 0,
+                reason: None,
+            },
+            LinkResult {
+                index: 1,
+                reason: Some("exists".into()),
+            },
+        ];
+        let r = link_reports(&job_with_links(), results, &[feature::LINKS.into()], "x");
+        assert!(r[0].ok && r[0].name == "a");
+        assert_eq!(r[1].reason.as_deref(), Some("link: exists"));
+        // An older receiver ignores the links and says nothing of them.
+        let r = link_reports(&job_with_links(), Vec::new(), &[], "hare-recv 0.0.9");
+        assert!(r.iter().all(|f| !f.ok), "{r:?}");
+        assert!(r.iter().all(|f| f
+            .reason
+            .as_deref()
+            .is_some_and(|t| t.contains("does not take symbolic links"))));
+    }
 }

@@ -7,8 +7,8 @@ use quinn::VarInt;
 use crate::channels::{ControlRead, ControlWrite};
 use crate::error::{Result, TransferError};
 use crate::protocol::{
-    close, read_frame, write_frame, FilePlan, Job, Reverse, ToReceiver, ToSender, PROTOCOL_VERSION,
-    REVERSE_VERSION,
+    close, read_frame, write_frame, FilePlan, Job, LinkResult, Reverse, ToReceiver, ToSender,
+    PROTOCOL_VERSION, REVERSE_VERSION,
 };
 use crate::quic_config::Link;
 
@@ -25,6 +25,12 @@ pub(super) struct Welcome {
     pub(super) granted: u64,
     /// Per-file plans (resume offsets).
     pub(super) plans: Vec<FilePlan>,
+    /// What the receiver understands beyond version 1 (`protocol::feature`).
+    pub(super) features: Vec<String>,
+    /// The receiver's verdicts on the job's links.
+    pub(super) links: Vec<LinkResult>,
+    /// The receiver's software, for messages about what it lacks.
+    pub(super) software: String,
 }
 
 /// Send the hello and wait for the answer; a refusal closes the connection and is an error.
@@ -78,6 +84,9 @@ pub(super) async fn hello(
             window,
             files,
             session,
+            features,
+            links,
+            software,
             ..
         } => {
             if let (Opener::Tcp { session: s, .. }, Some(hex)) = (&mut *opener, &session) {
@@ -86,6 +95,9 @@ pub(super) async fn hello(
             Ok(Welcome {
                 granted: window,
                 plans: files,
+                features,
+                links,
+                software,
             })
         }
         ToSender::Refuse { reason } => {

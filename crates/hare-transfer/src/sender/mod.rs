@@ -37,6 +37,7 @@ mod opener;
 mod plan;
 mod probe;
 mod recorder;
+mod retry;
 mod reverse_in;
 mod reverse_out;
 mod run_loop;
@@ -46,7 +47,7 @@ mod writers;
 
 use connect::{connect, Connected};
 use control::{spawn_reader, spawn_writer, verdict_channels, Ctl};
-use finish::{add_refused, close_connection, file_reports, iperf_context, summarise};
+use finish::{add_refused, close_connection, file_reports, iperf_context, link_reports, summarise};
 use handshake::{hello, Welcome};
 use header::{announce, run_header, Negotiated};
 use opener::Opener;
@@ -54,6 +55,7 @@ pub use plan::MAX_SECONDS;
 use plan::{plan, Plan};
 use probe::Probe;
 use recorder::Recorder;
+pub use retry::DEFAULT_RETRIES;
 pub use reverse_out::{send_back, BackPath, SendBack};
 use run_loop::{Context, Inputs};
 use tasks::{pacer, spawn_bulk, spawn_files, DataShared, DataTasks};
@@ -126,6 +128,9 @@ pub struct SendOptions {
     pub liveness: Liveness,
     /// `-r`: reverse mode, the receiver sends the bulk job back over this connection.
     pub reverse: bool,
+    /// `--retries`: times a file that changed while it was read is sent again from its start
+    /// (receivers that do not offer it get none: the file fails at once).
+    pub retries: u32,
 }
 
 /// How one file went.
@@ -139,6 +144,9 @@ pub struct FileReport {
     pub reason: Option<String>,
     /// Bytes the receiver already had and kept (resume).
     pub resumed_from: u64,
+    /// Times the file was sent again from its start because it changed while it was read
+    /// (`--retries`).
+    pub retries: u32,
 }
 
 /// The result of a run that got as far as a job.
@@ -222,7 +230,13 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         kernel_cc,
         qlog,
     } = connect(&opts, &link, addr, &host, &observer).await?;
-    let Welcome { granted, plans } = hello(
+    let Welcome {
+        granted,
+        plans,
+        features,
+        links,
+        software,
+    } = hello(
         &mut ctl_r,
         &mut ctl_w,
         &mut opener,
@@ -244,6 +258,7 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         };
         return reverse_in::take(take, stop, ctl_r, ctl_w).await;
     }
+    let link_reports = link_reports(&job, links, &features, &software);
 
     // The run.
     let t0 = Instant::now();
@@ -284,7 +299,8 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
 
     let (ctl_tx, ctl_rx) = mpsc::channel::<Ctl>(256);
     let (verdict_txs, verdict_rxs) = verdict_channels(sources.len());
-    spawn_reader(ctl_r, ctl_tx.clone(), verdict_txs);
+    let restarts = retry::Restarts::default();
+    spawn_reader(ctl_r, ctl_tx.clone(), verdict_txs, restarts.clone());
     let (out_tx, out_rx) = mpsc::channel::<ToReceiver>(256);
     let writer = spawn_writer(ctl_w, out_rx, ctl_tx);
     let stop_flag = Arc::new(AtomicBool::new(false));
@@ -294,6 +310,17 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         written: Arc::new(AtomicU64::new(0)),
         pacer: pacer(opts.rate),
         out_tx,
+        retry: retry::Retry {
+            max: if features
+                .iter()
+                .any(|f| f == crate::protocol::feature::RETRY)
+            {
+                opts.retries
+            } else {
+                0
+            },
+            restarts,
+        },
     };
     let mut tasks = DataTasks::new();
     let bar = match &job {
@@ -337,6 +364,7 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
     let cx = iperf_context(&opener, endpoint.as_ref(), addr, &job, streams, &cpu);
     rec.log.set_iperf(cx);
     add_refused(&mut st.reports, refused);
+    st.reports.extend(link_reports);
     let (run, mut qlog) = summarise(rec, &mut st, &job, &sources, t0, &cpu, &shared.written)?;
     close_connection(&opener, st.interrupted && !sources.is_empty());
     drop(shared);

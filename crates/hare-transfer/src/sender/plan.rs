@@ -69,11 +69,12 @@ pub(super) fn plan(opts: &SendOptions) -> Result<Plan> {
                 warnings,
                 refused,
                 empty_dirs: dirs,
+                links,
             } = gather(paths, opts.keep)?;
             for w in warnings {
                 eprintln!("hare-send: warning: {w}");
             }
-            if sources.is_empty() && dirs.is_empty() {
+            if sources.is_empty() && dirs.is_empty() && links.is_empty() {
                 let why: Vec<String> = refused.iter().map(|(n, r)| format!("{n}: {r}")).collect();
                 return Err(TransferError::Usage(if why.is_empty() {
                     "no files to send".into()
@@ -87,6 +88,7 @@ pub(super) fn plan(opts: &SendOptions) -> Result<Plan> {
                 resume: *resume,
                 force: *force,
                 dirs,
+                links,
             };
             (sources, refused, job)
         }
@@ -141,9 +143,13 @@ pub(super) fn describe(job: &Job) -> String {
         Job::Bulk {
             seconds, streams, ..
         } => format!("bulk {} s over {streams} stream(s)", seconds.unwrap_or(0.0)),
-        Job::Files { files, .. } => {
+        Job::Files { files, links, .. } => {
             let total: u64 = files.iter().map(|f| f.size).sum();
-            format!("{} file(s), {total} bytes", files.len())
+            let links = match links.len() {
+                0 => String::new(),
+                n => format!(", {n} link(s)"),
+            };
+            format!("{} file(s), {total} bytes{links}", files.len())
         }
     }
 }

@@ -211,7 +211,12 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
         first_exit: None,
     };
     let (ctl_tx, ctl_rx) = mpsc::channel::<Ctl>(256);
-    spawn_reader(ctl_r, ctl_tx, HashMap::new());
+    spawn_reader(
+        ctl_r,
+        ctl_tx,
+        HashMap::new(),
+        super::retry::Restarts::default(),
+    );
     // Bulk writers send nothing on the control channel; this side writes its two frames
     // itself.
     let (out_tx, _unused) = mpsc::channel::<ToReceiver>(1);
@@ -222,6 +227,11 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
         written: Arc::new(AtomicU64::new(0)),
         pacer: pacer(b.rate),
         out_tx,
+        // Bulk data: nothing is ever sent again.
+        retry: super::retry::Retry {
+            max: 0,
+            restarts: super::retry::Restarts::default(),
+        },
     };
     let mut tasks = DataTasks::new();
     spawn_bulk(&mut tasks, &b.job, &shared, t0);

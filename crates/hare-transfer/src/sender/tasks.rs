@@ -17,6 +17,7 @@ use crate::sendfiles::Source;
 
 use super::control::Verdict;
 use super::opener::Opener;
+use super::retry::Retry;
 use super::writers::{bulk_writer, file_task, BulkPlan, Pacer, CHUNK};
 use super::FileReport;
 
@@ -32,6 +33,8 @@ pub(super) struct DataShared {
     pub(super) pacer: Option<Arc<Pacer>>,
     /// The control writer (file digests).
     pub(super) out_tx: mpsc::Sender<ToReceiver>,
+    /// How changed files are sent again.
+    pub(super) retry: Retry,
 }
 
 /// A data task's result: a file's report, or `None` for a bulk stream.
@@ -110,14 +113,17 @@ pub(super) fn spawn_files(
             src.clone(),
             plan_of.get(&i).cloned(),
         );
-        let pacer = shared.pacer.clone();
+        let (pacer, retry) = (shared.pacer.clone(), shared.retry.clone());
         tasks.spawn(async move {
             let permit = gate
                 .acquire_owned()
                 .await
                 .map_err(|_| TransferError::Interrupted)?;
             Ok(Some(
-                file_task(opener, i, src, plan, out_tx, result_rx, pacer, bar, permit).await,
+                file_task(
+                    opener, i, src, plan, out_tx, result_rx, pacer, bar, permit, retry,
+                )
+                .await,
             ))
         });
     }

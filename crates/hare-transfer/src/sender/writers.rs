@@ -10,6 +10,7 @@ use indicatif::ProgressBar;
 use tokio::sync::{mpsc, oneshot};
 
 use super::opener::Opener;
+use super::retry::{ask, ask_again, confirmed, gave_up, is_change, Retry};
 use super::FileReport;
 use crate::error::Result;
 use crate::protocol::{close, DataHeader, DataKind, FilePlan, ToReceiver};
@@ -278,82 +279,108 @@ async fn stream_file(
 }
 
 /// Send one file: resume point, open and snapshot, stream, then the digest and the
-/// receiver's verdict. The `permit` (a place among the `-P` files in flight) is given back
-/// once the digest is sent, so the next file streams while this one is verified and made
-/// durable.
+/// receiver's verdict; a file that changed meanwhile is sent again from its start, up to
+/// `retry.max` times (module `retry`). The `permit` (a place among the `-P` files in flight)
+/// is given back once the digest is sent, so the next file streams while this one is verified
+/// and made durable.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn file_task(
     opener: Opener,
     index: u32,
-    src: Source,
+    mut src: Source,
     plan: Option<FilePlan>,
     ctl: mpsc::Sender<ToReceiver>,
     mut result: oneshot::Receiver<(bool, Option<String>)>,
     pacer: Option<Arc<Pacer>>,
     bar: Option<ProgressBar>,
     permit: tokio::sync::OwnedSemaphorePermit,
+    retry: Retry,
 ) -> FileReport {
     let name = src.entry.name.clone();
-    let fail = |reason: String, resumed_from: u64| FileReport {
+    let mut attempts = 1u32;
+    let fail = |reason: String, resumed_from: u64, attempts: u32| FileReport {
         name: name.clone(),
         ok: false,
         reason: Some(reason),
         resumed_from,
+        retries: attempts - 1,
     };
-    let (hasher, offset) = match resume_point(&src, plan).await {
+    let (mut hasher, mut offset) = match resume_point(&src, plan).await {
         Ok(r) => r,
-        Err(e) => return fail(e, 0),
+        Err(e) => return fail(e, 0, attempts),
     };
     let abandon = |reason: String| ToReceiver::FileAbandoned { index, reason };
-    let (mut file, snap) = match open_at(&src, offset) {
-        Ok(f) => f,
-        Err(e) => return fail(e, offset),
-    };
-    if let Some(b) = &bar {
-        b.set_position(offset);
-    }
-    let mut out = match opener
-        .open(DataHeader {
-            kind: DataKind::File,
-            index,
-            offset,
-            session: [0; 12],
-        })
-        .await
-    {
-        Ok(o) => o,
-        Err(e) => return fail(e.to_string(), offset),
-    };
-    let streamed = stream_file(
-        &mut file,
-        &src,
-        snap,
-        (hasher, offset),
-        &mut out,
-        pacer.as_deref(),
-        bar.as_ref(),
-    )
-    .await;
-    let digest = match streamed {
-        Streamed::Sent(d) => d,
-        Streamed::Abandoned(r) => {
-            // The receiver hears why before the stream's reset reaches it.
-            let _ = ctl.send(abandon(r.clone())).await;
-            out.reset(close::PROTOCOL);
-            return fail(r, offset);
+    let (digest, mut out) = loop {
+        let again = |r: &str, attempts: u32| is_change(r) && attempts <= retry.max;
+        let (mut file, snap) = match open_at(&src, offset) {
+            Ok(f) => f,
+            Err(e) if again(&e, attempts) => {
+                // Nothing was sent of this attempt: the receiver only takes the new size.
+                if let Err(e) = ask_again(&ctl, &retry.restarts, index, &mut src, e).await {
+                    return fail(e, 0, attempts);
+                }
+                (attempts, offset, hasher) = (attempts + 1, 0, blake3::Hasher::new());
+                continue;
+            }
+            Err(e) => return fail(gave_up(&e, attempts), offset, attempts),
+        };
+        if let Some(b) = &bar {
+            b.set_length(src.entry.size);
+            b.set_position(offset);
         }
-        Streamed::Broken(e) => {
-            // The receiver stops a stream when it gives the file up (its disk is full, the
-            // data broke a limit); its verdict, on the way, says why.
-            let verdict = tokio::time::timeout(VERDICT_GRACE, &mut result).await;
-            return match verdict {
-                Ok(Ok((false, Some(r)))) => fail(r, offset),
-                _ => fail(e, offset),
-            };
+        let mut out = match opener
+            .open(DataHeader {
+                kind: DataKind::File,
+                index,
+                offset,
+                session: [0; 12],
+            })
+            .await
+        {
+            Ok(o) => o,
+            Err(e) => return fail(e.to_string(), offset, attempts),
+        };
+        let streamed = stream_file(
+            &mut file,
+            &src,
+            snap,
+            (hasher, offset),
+            &mut out,
+            pacer.as_deref(),
+            bar.as_ref(),
+        )
+        .await;
+        match streamed {
+            Streamed::Sent(d) => break (d, out),
+            Streamed::Abandoned(r) if again(&r, attempts) => {
+                // The receiver hears of the retry before the stream's reset reaches it.
+                let asked = ask(&ctl, &retry.restarts, index, &mut src, r).await;
+                out.reset(close::PROTOCOL);
+                if let Err(e) = confirmed(asked).await {
+                    return fail(e, 0, attempts);
+                }
+                (attempts, offset, hasher) = (attempts + 1, 0, blake3::Hasher::new());
+            }
+            Streamed::Abandoned(r) => {
+                // The receiver hears why before the stream's reset reaches it.
+                let r = gave_up(&r, attempts);
+                let _ = ctl.send(abandon(r.clone())).await;
+                out.reset(close::PROTOCOL);
+                return fail(r, offset, attempts);
+            }
+            Streamed::Broken(e) => {
+                // The receiver stops a stream when it gives the file up (its disk is full,
+                // the data broke a limit); its verdict, on the way, says why.
+                let verdict = tokio::time::timeout(VERDICT_GRACE, &mut result).await;
+                return match verdict {
+                    Ok(Ok((false, Some(r)))) => fail(r, offset, attempts),
+                    _ => fail(e, offset, attempts),
+                };
+            }
         }
     };
     if let Err(e) = out.finish() {
-        return fail(e.to_string(), offset);
+        return fail(e.to_string(), offset, attempts);
     }
     if ctl
         .send(ToReceiver::FileDone {
@@ -363,7 +390,7 @@ pub(super) async fn file_task(
         .await
         .is_err()
     {
-        return fail("the control channel closed".into(), offset);
+        return fail("the control channel closed".into(), offset, attempts);
     }
     drop(permit);
     if let Some(b) = &bar {
@@ -375,8 +402,13 @@ pub(super) async fn file_task(
             ok: true,
             reason: None,
             resumed_from: offset,
+            retries: attempts - 1,
         },
-        Ok((false, r)) => fail(r.unwrap_or_else(|| "failed on the receiver".into()), offset),
-        Err(_) => fail("no verdict from the receiver".into(), offset),
+        Ok((false, r)) => fail(
+            r.unwrap_or_else(|| "failed on the receiver".into()),
+            offset,
+            attempts,
+        ),
+        Err(_) => fail("no verdict from the receiver".into(), offset, attempts),
     }
 }

@@ -63,6 +63,7 @@ pub fn files_hello(files: &[(&str, u64)], force: bool, token: Option<&str>) -> T
             resume: false,
             force,
             dirs: Vec::new(),
+            links: Vec::new(),
         },
         window: 1 << 20,
         controller: "hostile".into(),

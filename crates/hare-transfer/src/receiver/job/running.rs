@@ -1,7 +1,7 @@
 //! The accepted job's loop: report ticks and the no-data deadline, control messages, data
 //! channels, verdicts.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,9 +17,11 @@ use crate::channels::DataIn;
 use crate::error::TransferError;
 use crate::intervals::{settle, ArrivalIntervals};
 use crate::protocol::FailCode;
-use crate::protocol::{DataHeader, ToReceiver, ToSender};
+use crate::protocol::{DataHeader, FileEntry, ToReceiver, ToSender, MAX_RETRIES};
 use crate::receiver::DURATION_GRACE;
-use crate::recvfile::{Batch, EarlyLimits, Failure, Planned, Published, Verified};
+use crate::recvfile::{
+    plan_file, Batch, EarlyLimits, Failure, FinalNames, Planned, Published, Verified,
+};
 use crate::report::RunLog;
 
 /// State of an accepted job.
@@ -28,6 +30,8 @@ pub(super) struct Running {
     /// Bulk jobs: payload received by stream number (`-P` lines and `[SUM]`).
     by_stream: Vec<Arc<AtomicU64>>,
     pub(super) expected: usize,
+    /// Links of the job (made at acceptance; their failures count in `failures`).
+    pub(super) links: usize,
     pub(super) failures: usize,
     /// The job's report intervals: payload that arrived in each, on this side's clock.
     pub(super) arrivals: ArrivalIntervals,
@@ -50,6 +54,21 @@ pub(super) struct Running {
     srtt: Option<quinn::Connection>,
     /// Verified files waiting to be made durable together (opened with the first one).
     batch: Option<Batch>,
+    /// Files sent again: the manifest entries, names and retries so far.
+    again: Again,
+}
+
+/// What sending a file again needs: the manifest entries (a retry changes only the size and
+/// metadata), the final names and `--force` to plan the file anew, the retries so far, the
+/// files whose abandoned attempt has not ended yet, and those already judged.
+#[derive(Default)]
+struct Again {
+    entries: HashMap<u32, FileEntry>,
+    names: FinalNames,
+    force: bool,
+    count: HashMap<u32, u32>,
+    waiting: HashMap<u32, FileEntry>,
+    judged: HashSet<u32>,
 }
 
 /// What one event of the loop decided.
@@ -66,8 +85,24 @@ impl Running {
         t0: Instant,
         interval: Duration,
     ) -> Self {
+        let (mut links, mut failed_links) = (0, 0);
+        let mut again = Again {
+            names: ctx.names.clone(),
+            ..Again::default()
+        };
         let (planned, files_job, bulk_limit, deadline, streams) = match accepted {
-            Accepted::Files { planned, .. } => (planned, true, None, None, 0),
+            Accepted::Files {
+                planned,
+                links: l,
+                force,
+                ..
+            } => {
+                links = l.len();
+                failed_links = l.iter().filter(|r| r.reason.is_some()).count();
+                again.force = force;
+                again.entries = planned.iter().map(|(i, p)| (*i, p.entry.clone())).collect();
+                (planned, true, None, None, 0)
+            }
             Accepted::Bulk {
                 bytes,
                 seconds,
@@ -85,7 +120,8 @@ impl Running {
             bytes: Arc::new(AtomicU64::new(0)),
             by_stream: (0..streams).map(|_| Arc::default()).collect(),
             expected,
-            failures: 0,
+            links,
+            failures: failed_links,
             arrivals: ArrivalIntervals::new(t0),
             last_bytes: 0,
             t0,
@@ -107,6 +143,7 @@ impl Running {
             progress: ProgressBudget::new(),
             srtt: ctx.conn.clone(),
             batch: None,
+            again,
         }
     }
 
@@ -129,7 +166,7 @@ impl Running {
             let due = self.batch.as_ref().and_then(Batch::due);
             let step = tokio::select! {
                 _ = ticker.tick() => self.tick(out, log).await,
-                m = ctl_rx.recv() => self.control(m, out).await,
+                m = ctl_rx.recv() => self.control(m, out, log).await,
                 d = data_rx.recv() => self.data(d, &fin_tx),
                 f = fin_rx.recv() => self.verdict(f, out, log).await,
                 _ = tokio::time::sleep_until(due.unwrap_or(far).into()), if due.is_some() => {
@@ -245,7 +282,7 @@ impl Running {
         Step::Go
     }
 
-    async fn control(&mut self, m: Option<Ctl>, out: &mut Out) -> Step {
+    async fn control(&mut self, m: Option<Ctl>, out: &mut Out, log: &mut RunLog) -> Step {
         let m = match m {
             Some(Ctl::Msg(m)) => m,
             Some(Ctl::Closed(Some(e))) => return Step::Stop(Some(e)),
@@ -283,6 +320,26 @@ impl Running {
             }
             ToReceiver::Hello { .. } => {
                 Step::Stop(Some(TransferError::Protocol("a second hello".into())))
+            }
+            ToReceiver::FileRetry {
+                index,
+                reason,
+                size,
+                mode,
+                mtime_ns,
+            } => {
+                let Some(old) = self.again.entries.get(&index) else {
+                    return Step::Stop(Some(TransferError::Protocol(format!(
+                        "retry of unknown file {index}"
+                    ))));
+                };
+                let entry = FileEntry {
+                    size,
+                    mode,
+                    mtime_ns,
+                    ..old.clone()
+                };
+                self.retry(index, entry, &reason, out, log).await
             }
         }
     }
@@ -334,15 +391,108 @@ impl Running {
         let Some(f) = f else {
             return Step::Stop(None);
         };
-        self.finished += 1;
         let (index, r) = match f {
-            Finished::Bulk(Ok(())) => return Step::Go,
-            Finished::Bulk(Err(e)) => return Step::Stop(Some(e)),
+            Finished::Bulk(r) => {
+                self.finished += 1;
+                return match r {
+                    Ok(()) => Step::Go,
+                    Err(e) => Step::Stop(Some(e)),
+                };
+            }
             Finished::File(index, r) => (index, r),
         };
+        if let Some(entry) = self.again.waiting.remove(&index) {
+            // The abandoned attempt has ended (its data discarded): plan the new one, whose
+            // data channel is still to come.
+            if let Ok(v) = r {
+                v.discard();
+            }
+            self.seen -= 1;
+            return self.replan(index, entry, out, log).await;
+        }
+        self.again.judged.insert(index);
+        self.finished += 1;
         match r {
             Ok(v) => self.verified(index, v, out, log).await,
             Err(reason) => self.report(index, Some(reason), out, log).await,
+        }
+    }
+
+    /// The sender sends file `index` again as `entry` (it changed while read). Its current
+    /// attempt is discarded: at once when its data channel has not come yet, else once its
+    /// task has ended (the digest slot tells it to discard); then it is planned anew.
+    async fn retry(
+        &mut self,
+        index: u32,
+        entry: FileEntry,
+        reason: &str,
+        out: &mut Out,
+        log: &mut RunLog,
+    ) -> Step {
+        let n = self.again.count.entry(index).or_insert(0);
+        *n += 1;
+        if *n > MAX_RETRIES {
+            return Step::Stop(Some(TransferError::Protocol(format!(
+                "file {index} sent again more than {MAX_RETRIES} times"
+            ))));
+        }
+        if self.again.judged.contains(&index) {
+            // Already judged (it failed here first): the verdict stands.
+            return Step::Go;
+        }
+        let Some(slot) = self.digests.remove(&index) else {
+            return Step::Stop(Some(TransferError::Protocol(format!(
+                "retry of file {index}, whose digest was already sent"
+            ))));
+        };
+        let why = reason
+            .split_once("; not delivered")
+            .map_or(reason, |(w, _)| w);
+        log.event(Event {
+            t_s: self.t0.elapsed().as_secs_f64(),
+            kind: EventKind::Note {
+                message: super::super::logs::clean(
+                    &format!("{}: {why}; the sender sends it again", entry.name),
+                    super::super::logs::MAX_LOGGED,
+                ),
+            },
+        });
+        if self.planned.remove(&index).is_some() {
+            self.digest_rx.remove(&index);
+            return self.replan(index, entry, out, log).await;
+        }
+        let _ = slot.send(Err(format!("the sender sends it again: {reason}")));
+        self.again.waiting.insert(index, entry);
+        Step::Go
+    }
+
+    /// Plan file `index` anew (from offset 0, as `entry`) and tell the sender to send it; a
+    /// file that can no longer be planned (its name appeared meanwhile) fails.
+    async fn replan(
+        &mut self,
+        index: u32,
+        entry: FileEntry,
+        out: &mut Out,
+        log: &mut RunLog,
+    ) -> Step {
+        let a = &self.again;
+        match plan_file(&self.env.dir, &entry, false, a.force, &a.names) {
+            Ok(p) => {
+                self.planned.insert(index, p);
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                self.digests.insert(index, tx);
+                self.digest_rx.insert(index, rx);
+                match out.send(&ToSender::FileRestart { index }).await {
+                    Ok(()) => Step::Go,
+                    Err(e) => Step::Stop(Some(e)),
+                }
+            }
+            Err(reason) => {
+                self.finished += 1;
+                self.again.judged.insert(index);
+                let f = Failure::new(FailCode::Other, format!("{}: {reason}", entry.name));
+                self.report(index, Some(f), out, log).await
+            }
         }
     }
 

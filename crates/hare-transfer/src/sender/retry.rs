@@ -1,0 +1,168 @@
+//! Sending a changed file again (`--retries N`): when the before/after check finds that a file
+//! changed while it was read, the attempt is given up and, up to N times, the file is sent
+//! again from its start under the same job. The receiver discards what it had of the attempt
+//! and says so (`file-restart`) before the new data channel is opened, so the two attempts
+//! never mix. rsync has the nearest thing: a file whose checksum does not match after the
+//! transfer is sent once more ("redo"); scp has nothing.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::protocol::ToReceiver;
+use crate::sendfiles::Source;
+
+/// Default `--retries`: a file that changes while it is read is sent at most this many more
+/// times.
+pub const DEFAULT_RETRIES: u32 = 3;
+
+/// How long the receiver has to confirm that it discarded an attempt.
+const RESTART_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The files waiting for the receiver's `file-restart`, by index: the control reader fires
+/// them.
+#[derive(Clone, Default)]
+pub(super) struct Restarts(Arc<Mutex<HashMap<u32, oneshot::Sender<()>>>>);
+
+impl Restarts {
+    fn lock(&self) -> MutexGuard<'_, HashMap<u32, oneshot::Sender<()>>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Wait for the restart of `index` (registered before the retry is asked for).
+    fn expect(&self, index: u32) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        self.lock().insert(index, tx);
+        rx
+    }
+
+    /// The receiver restarted `index`; false when no file waited for it.
+    pub(super) fn fire(&self, index: u32) -> bool {
+        self.lock()
+            .remove(&index)
+            .is_some_and(|tx| tx.send(()).is_ok())
+    }
+}
+
+/// What a file task needs to send its file again.
+#[derive(Clone)]
+pub(super) struct Retry {
+    /// Times a changed file is sent again (0: it fails at once, as with a receiver that does
+    /// not take retries).
+    pub(super) max: u32,
+    /// Where the receiver's confirmations arrive.
+    pub(super) restarts: Restarts,
+}
+
+/// True for the reasons that mean the file changed (rather than could not be read): only
+/// those are worth another attempt.
+pub(super) fn is_change(reason: &str) -> bool {
+    reason.starts_with("changed ")
+}
+
+/// The reason a file failed for good after `attempts` attempts.
+pub(super) fn gave_up(reason: &str, attempts: u32) -> String {
+    const TAIL: &str = "; not delivered";
+    match reason.split_once(TAIL) {
+        _ if attempts <= 1 => reason.to_owned(),
+        Some((head, rest)) => format!("{head}{TAIL} after {attempts} attempts (--retries){rest}"),
+        None => format!("{reason} (not delivered after {attempts} attempts, --retries)"),
+    }
+}
+
+/// Ask the receiver to take `src` again from its start and wait until it has discarded the
+/// last attempt ([`ask`], then [`confirmed`]).
+pub(super) async fn ask_again(
+    ctl: &mpsc::Sender<ToReceiver>,
+    restarts: &Restarts,
+    index: u32,
+    src: &mut Source,
+    reason: String,
+) -> Result<(), String> {
+    confirmed(ask(ctl, restarts, index, src, reason).await).await
+}
+
+/// Ask the receiver to take `src` again from its start, with its size and metadata as they
+/// are now (updated in `src`): the confirmation to wait for with [`confirmed`].
+pub(super) async fn ask(
+    ctl: &mpsc::Sender<ToReceiver>,
+    restarts: &Restarts,
+    index: u32,
+    src: &mut Source,
+    reason: String,
+) -> Result<oneshot::Receiver<()>, String> {
+    use std::os::unix::fs::MetadataExt;
+    let m =
+        std::fs::metadata(&src.path).map_err(|e| format!("{reason}; cannot send it again: {e}"))?;
+    src.entry.size = m.len();
+    if src.entry.mode.is_some() {
+        src.entry.mode = Some(m.mode() & 0o777);
+    }
+    if src.entry.mtime_ns.is_some() {
+        src.entry.mtime_ns = Some(
+            m.mtime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(m.mtime_nsec()),
+        );
+    }
+    let confirmation = restarts.expect(index);
+    let retry = ToReceiver::FileRetry {
+        index,
+        reason,
+        size: src.entry.size,
+        mode: src.entry.mode,
+        mtime_ns: src.entry.mtime_ns,
+    };
+    if ctl.send(retry).await.is_err() {
+        return Err("the control channel closed".into());
+    }
+    Ok(confirmation)
+}
+
+/// Wait for the receiver's `file-restart` (bounded in time).
+pub(super) async fn confirmed(asked: Result<oneshot::Receiver<()>, String>) -> Result<(), String> {
+    match tokio::time::timeout(RESTART_TIMEOUT, asked?).await {
+        Ok(Ok(())) => Ok(()),
+        _ => Err(format!(
+            "the receiver did not take the file again within {} s",
+            RESTART_TIMEOUT.as_secs()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_changes_are_retried_and_the_final_reason_counts_attempts() {
+        assert!(is_change(
+            "changed while being sent (it grew); not delivered"
+        ));
+        assert!(is_change(
+            "changed since it was listed (3 bytes announced, 4 now)"
+        ));
+        assert!(!is_change("read error: Input/output error"));
+        assert_eq!(gave_up("x", 1), "x");
+        assert_eq!(
+            gave_up("x", 4),
+            "x (not delivered after 4 attempts, --retries)"
+        );
+        assert_eq!(
+            gave_up("changed (it grew); not delivered, send it again", 2),
+            "changed (it grew); not delivered after 2 attempts (--retries), send it again"
+        );
+    }
+
+    #[test]
+    fn a_restart_reaches_only_the_file_waiting_for_it() {
+        let r = Restarts::default();
+        assert!(!r.fire(3));
+        let mut rx = r.expect(3);
+        assert!(!r.fire(4));
+        assert!(r.fire(3));
+        assert!(rx.try_recv().is_ok());
+    }
+}
