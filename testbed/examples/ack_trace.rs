@@ -24,6 +24,9 @@ fn main() -> Result<()> {
         Some(s) => s.parse().with_context(|| format!("seconds {s:?}"))?,
         None => 3.0,
     };
+    if !(secs.is_finite() && secs > 0.0 && secs <= 3600.0) {
+        bail!("SECONDS must be more than 0 and at most 3600, not {secs}");
+    }
     let paced = args.iter().any(|a| a == "--paced");
     if let Ok(filter) = std::env::var("RUST_LOG") {
         // hare-cc's decisions (target `hare_cc`) on stderr, e.g. RUST_LOG=hare_cc=debug.
@@ -35,8 +38,8 @@ fn main() -> Result<()> {
             .init();
     }
     let threads = ThreadData::embedded().context("thread data")?;
-    let scenario = Scenario::load(&PathBuf::from(file), &threads)
-        .with_context(|| format!("loading {file}"))?;
+    let scenario =
+        Scenario::load(&PathBuf::from(file), &threads).context("loading the scenario")?;
     let mut job = Job::all_of(&scenario, true)
         .into_iter()
         .next()
