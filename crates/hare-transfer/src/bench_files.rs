@@ -151,11 +151,18 @@ pub fn run(o: &FilesBenchOptions, mut progress: impl FnMut(&str)) -> Result<File
             o.scratch.join(format!("hare{r}")),
             o.scratch.join(format!("cp{r}")),
         );
+        // An untimed `sync` before each measurement: without it one side's flush also pays
+        // for the other's writes and the last round's removals (the rounds came out bimodal,
+        // 0.3 s or 1.6 s for the same `cp -r` + `sync`).
         let (h, c) = if r % 2 == 0 {
+            run_cmd(&mut Command::new("sync"))?;
             let h = time_hare(o, &src, &h_dst)?;
+            run_cmd(&mut Command::new("sync"))?;
             (h, time_cp(&src, &c_dst)?)
         } else {
+            run_cmd(&mut Command::new("sync"))?;
             let c = time_cp(&src, &c_dst)?;
+            run_cmd(&mut Command::new("sync"))?;
             (time_hare(o, &src, &h_dst)?, c)
         };
         progress(&format!(
