@@ -28,6 +28,7 @@ pub mod intervals;
 pub mod iperf_extra;
 pub mod iperf_streams;
 pub mod names;
+mod peer_log;
 pub mod protocol;
 pub mod qlog;
 pub mod quic_config;

@@ -10,6 +10,14 @@
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+/// Default UDP / TCP port.
+pub const DEFAULT_PORT: u16 = 5210;
+/// Time a data channel has to send its header.
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Grace after a timed bulk job's announced duration before the receiver gives up on it
+/// (and, in reverse mode, the receiving hare-send).
+pub const DURATION_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
 use crate::error::{Result, TransferError};
 
 /// Version of the job protocol; a receiver refuses other versions with a clear reason.

@@ -31,7 +31,10 @@ use crate::tcp::{self, TcpOptions};
 mod accept;
 mod gate;
 mod job;
-pub(crate) mod logs;
+// Peer text for the log (also the sender's), below both sides.
+pub(crate) use crate::peer_log as logs;
+// The protocol's port and deadlines, defined with the protocol (the sender uses them too).
+pub use crate::protocol::{DEFAULT_PORT, DURATION_GRACE, HEADER_TIMEOUT};
 mod quic;
 mod reverse;
 mod streams;
@@ -43,12 +46,8 @@ use tcp_listen::serve_tcp;
 /// Time a client has, from its first packet, to complete the handshake, open the control
 /// stream and send its Hello (one deadline for all three).
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
-/// Time a data channel has to send its header.
-pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time to wait for a file's digest after its data ended.
 pub const DIGEST_TIMEOUT: Duration = Duration::from_secs(60);
-/// Grace after a timed bulk job's announced duration before the receiver gives up on it.
-pub const DURATION_GRACE: Duration = Duration::from_secs(30);
 /// A job that receives no data for this long is ended (checked at each report tick).
 pub const STALL_TIMEOUT: Duration = Duration::from_secs(120);
 /// Longest a single control message to a sender may take to be written (a sender that does
@@ -62,8 +61,6 @@ pub const REFUSE_TIMEOUT: Duration = Duration::from_secs(2);
 pub const PROGRESS_RATE: u32 = 20;
 /// Largest run of contiguous file data gathered before one positional write.
 pub(crate) const COALESCE: usize = 1 << 20;
-/// Default UDP / TCP port.
-pub const DEFAULT_PORT: u16 = 5210;
 
 /// Limits the receiver enforces on each client.
 #[derive(Debug, Clone, Copy, PartialEq)]

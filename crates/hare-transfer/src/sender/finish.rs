@@ -205,7 +205,7 @@ pub(super) fn link_reports(
     if !features.iter().any(|f| f == feature::LINKS) {
         eprintln!(
             "hare-send: warning: the receiver ({}) does not take symbolic links: {} link(s) not made",
-            crate::receiver::logs::clean(software, 100),
+            crate::peer_log::clean(software, 100),
             links.len()
         );
         let why = || Some("link not made: the receiver does not take symbolic links".to_owned());

@@ -215,7 +215,7 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         job,
     } = plan(&opts)?;
     let printer = Printer::new(&opts.output);
-    let (host, port) = split_host_port(&opts.server, crate::receiver::DEFAULT_PORT)?;
+    let (host, port) = split_host_port(&opts.server, crate::protocol::DEFAULT_PORT)?;
     let addr = resolve(&host, port).await?;
 
     let connect_start = Instant::now();
@@ -263,81 +263,45 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
     // The run.
     let t0 = Instant::now();
     let cpu = CpuClock::start();
-    let negotiated = Negotiated {
-        addr,
-        controller: &controller,
-        profile,
-        granted,
-        mtu: match &opener {
-            Opener::Quic(c) => u32::from(c.stats().path.current_mtu),
-            Opener::Tcp { .. } => 0,
-        },
-    };
-    let header = run_header(&opts, &link, &negotiated);
-    let printer = match (&opts.job, opts.output.progress && printer.enabled()) {
-        (SendJob::Files { .. }, true) => printer.with_progress(MultiProgress::with_draw_target(
-            ProgressDrawTarget::stderr_with_hz(4),
-        )),
-        _ => printer,
-    };
-    let mut log = RunLog::new(header, printer, &opts.output)?;
-    announce(
-        &mut log,
-        &opts,
-        &link,
-        &job,
-        &negotiated,
-        kernel_cc.as_deref(),
-    );
-    let probe = Probe::new(&opener, &observer, connect_start, t0, &controller);
-    let mut rec = Recorder {
-        log,
-        probe,
-        qlog,
-        first_exit: None,
-    };
-
-    let (ctl_tx, ctl_rx) = mpsc::channel::<Ctl>(256);
-    let (verdict_txs, verdict_rxs) = verdict_channels(sources.len());
-    let restarts = retry::Restarts::default();
-    spawn_reader(ctl_r, ctl_tx.clone(), verdict_txs, restarts.clone());
-    let (out_tx, out_rx) = mpsc::channel::<ToReceiver>(256);
-    let writer = spawn_writer(ctl_w, out_rx, ctl_tx);
-    let stop_flag = Arc::new(AtomicBool::new(false));
-    let shared = DataShared {
-        opener: opener.clone(),
-        stop_flag: stop_flag.clone(),
-        written: Arc::new(AtomicU64::new(0)),
-        pacer: pacer(opts.rate),
-        out_tx,
-        retry: retry::Retry {
-            max: if features
-                .iter()
-                .any(|f| f == crate::protocol::feature::RETRY)
-            {
-                opts.retries
-            } else {
-                0
+    let mut rec = recorder(RecorderArgs {
+        opts: &opts,
+        link: &link,
+        job: &job,
+        printer,
+        negotiated: Negotiated {
+            addr,
+            controller: &controller,
+            profile,
+            granted,
+            mtu: match &opener {
+                Opener::Quic(c) => u32::from(c.stats().path.current_mtu),
+                Opener::Tcp { .. } => 0,
             },
-            restarts,
         },
-    };
-    let mut tasks = DataTasks::new();
-    let bar = match &job {
-        Job::Bulk { .. } => {
-            spawn_bulk(&mut tasks, &job, &shared, t0);
-            None
-        }
-        Job::Files { .. } => spawn_files(
-            &mut tasks,
-            &sources,
-            plans,
-            verdict_rxs,
-            streams,
-            &shared,
-            rec.log.printer().multi(),
-        ),
-    };
+        kernel_cc: kernel_cc.as_deref(),
+        probe: Probe::new(&opener, &observer, connect_start, t0, &controller),
+        qlog,
+    })?;
+
+    let Started {
+        ctl_rx,
+        writer,
+        shared,
+        stop_flag,
+        tasks,
+        bar,
+    } = start_job(StartJob {
+        opts: &opts,
+        job: &job,
+        sources: &sources,
+        plans,
+        features: &features,
+        streams,
+        opener: &opener,
+        t0,
+        multi: rec.log.printer().multi(),
+        ctl: (ctl_r, ctl_w),
+    });
 
     let mut inputs = Inputs {
         ctl_rx,
@@ -386,6 +350,131 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         files: file_reports(std::mem::take(&mut st.reports), &sources, st.interrupted),
         interrupted: st.interrupted,
     })
+}
+
+/// What [`recorder`] needs to print the run's header and start its log.
+struct RecorderArgs<'a> {
+    opts: &'a SendOptions,
+    link: &'a Link,
+    job: &'a Job,
+    printer: Printer,
+    negotiated: Negotiated<'a>,
+    kernel_cc: Option<&'a str>,
+    probe: Probe,
+    qlog: Option<crate::qlog::ConnectionQlog>,
+}
+
+/// The run's log (header, announcement, the overall progress bar for files) with the probe
+/// and qlog that feed it.
+fn recorder(a: RecorderArgs<'_>) -> Result<Recorder> {
+    let header = run_header(a.opts, a.link, &a.negotiated);
+    let printer = match (&a.opts.job, a.opts.output.progress && a.printer.enabled()) {
+        (SendJob::Files { .. }, true) => a.printer.with_progress(MultiProgress::with_draw_target(
+            ProgressDrawTarget::stderr_with_hz(4),
+        )),
+        _ => a.printer,
+    };
+    let mut log = RunLog::new(header, printer, &a.opts.output)?;
+    announce(&mut log, a.opts, a.link, a.job, &a.negotiated, a.kernel_cc);
+    Ok(Recorder {
+        log,
+        probe: a.probe,
+        qlog: a.qlog,
+        first_exit: None,
+    })
+}
+
+/// What [`start_job`] needs: the job, the receiver's plans and features, the connection.
+struct StartJob<'a> {
+    opts: &'a SendOptions,
+    job: &'a Job,
+    sources: &'a [crate::sendfiles::Source],
+    plans: Vec<crate::protocol::FilePlan>,
+    features: &'a [String],
+    streams: u16,
+    opener: &'a Opener,
+    t0: Instant,
+    multi: Option<&'a MultiProgress>,
+    ctl: (crate::channels::ControlRead, crate::channels::ControlWrite),
+}
+
+/// The running job: the control channel's reader output and writer, the data tasks and what
+/// they share, and the overall progress bar's task.
+struct Started {
+    ctl_rx: mpsc::Receiver<Ctl>,
+    writer: tokio::task::JoinHandle<()>,
+    shared: DataShared,
+    stop_flag: Arc<AtomicBool>,
+    tasks: DataTasks,
+    bar: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// Start the control reader and writer and the job's data tasks (bulk streams, or the files
+/// with their verdict channels; a changed file may be sent again when the receiver takes
+/// retries).
+fn start_job(j: StartJob<'_>) -> Started {
+    let StartJob {
+        opts,
+        job,
+        sources,
+        plans,
+        features,
+        streams,
+        opener,
+        t0,
+        multi,
+        ctl: (ctl_r, ctl_w),
+    } = j;
+    let (ctl_tx, ctl_rx) = mpsc::channel::<Ctl>(256);
+    let (verdict_txs, verdict_rxs) = verdict_channels(sources.len());
+    let restarts = retry::Restarts::default();
+    spawn_reader(ctl_r, ctl_tx.clone(), verdict_txs, restarts.clone());
+    let (out_tx, out_rx) = mpsc::channel::<ToReceiver>(256);
+    let writer = spawn_writer(ctl_w, out_rx, ctl_tx);
+    let stop_flag = Arc::new(AtomicBool::new(false));
+    let shared = DataShared {
+        opener: opener.clone(),
+        stop_flag: stop_flag.clone(),
+        written: Arc::new(AtomicU64::new(0)),
+        pacer: pacer(opts.rate),
+        out_tx,
+        retry: retry::Retry {
+            max: if features
+                .iter()
+                .any(|f| f == crate::protocol::feature::RETRY)
+            {
+                opts.retries
+            } else {
+                0
+            },
+            restarts,
+        },
+    };
+    let mut tasks = DataTasks::new();
+    let bar = match job {
+        Job::Bulk { .. } => {
+            spawn_bulk(&mut tasks, job, &shared, t0);
+            None
+        }
+        Job::Files { .. } => spawn_files(
+            &mut tasks,
+            sources,
+            plans,
+            verdict_rxs,
+            streams,
+            &shared,
+            multi,
+        ),
+    };
+
+    Started {
+        ctl_rx,
+        writer,
+        shared,
+        stop_flag,
+        tasks,
+        bar,
+    }
 }
 
 #[cfg(test)]

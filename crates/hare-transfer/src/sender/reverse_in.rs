@@ -24,7 +24,7 @@ use crate::protocol::{
     close, read_frame, write_frame, DataHeader, DataKind, FromRemoteSender, Job, ToSender,
     MAX_STREAMS,
 };
-use crate::receiver::{DURATION_GRACE, HEADER_TIMEOUT};
+use crate::protocol::{DURATION_GRACE, HEADER_TIMEOUT};
 use crate::report::{Printer, RunLog};
 use crate::stop::{Stop, DEFAULT_STOP_REASON};
 
