@@ -97,6 +97,8 @@ fn bulk_with_json_on_stdout_reports_the_bytes_sent() {
     assert_eq!(c["remote_host"].as_str(), Some("127.0.0.1"));
     assert_eq!(c["remote_port"].as_u64(), Some(u64::from(r.addr.port())));
     assert!(c["local_port"].as_u64().is_some_and(|p| p > 0), "{c}");
+    // The address the packets leave from (the route's source), not the wildcard bound to.
+    assert_eq!(c["local_host"].as_str(), Some("127.0.0.1"), "{c}");
     assert!(v["start"]["timestamp"]["timesec"]
         .as_u64()
         .is_some_and(|t| t > 1_700_000_000));

@@ -114,6 +114,25 @@ pub(super) fn summarise(
     Ok((run, rec.qlog))
 }
 
+/// The source address the kernel would use towards `remote` when `bound` is a wildcard
+/// address: a UDP socket of the same family connected to it (connecting a UDP socket sends
+/// nothing; it only runs the route lookup), or `None` if that fails or `bound` is specific.
+fn route_source(
+    bound: std::net::SocketAddr,
+    remote: std::net::SocketAddr,
+) -> Option<std::net::IpAddr> {
+    if !bound.ip().is_unspecified() {
+        return None;
+    }
+    let any: std::net::SocketAddr = match remote {
+        std::net::SocketAddr::V4(_) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
+        std::net::SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
+    };
+    let probe = std::net::UdpSocket::bind(any).ok()?;
+    probe.connect(remote).ok()?;
+    Some(probe.local_addr().ok()?.ip())
+}
+
 /// What the iperf3-shaped document needs beyond the run: addresses, the test asked for, and
 /// this process's CPU split into user and system time.
 pub(super) fn iperf_context(
@@ -126,7 +145,9 @@ pub(super) fn iperf_context(
 ) -> IperfContext {
     let local = match (opener, endpoint) {
         (Opener::Quic(c), Some(e)) => e.local_addr().ok().map(|mut a| {
-            if let Some(ip) = c.local_ip() {
+            // quinn knows the local IP of server-side connections only; a client bound to the
+            // wildcard address sends from the source the kernel's route to the peer picks.
+            if let Some(ip) = c.local_ip().or_else(|| route_source(a, remote)) {
                 a.set_ip(ip);
             }
             a
