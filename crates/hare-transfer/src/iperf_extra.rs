@@ -61,7 +61,7 @@ pub fn extend(doc: &mut Value, run: &Run, cx: &IperfContext, started: SystemTime
     let Some(s) = &run.summary else {
         return;
     };
-    let side = |is_sender: bool| {
+    let side = || {
         json!({
             "socket": 1,
             "start": 0.0,
@@ -73,13 +73,15 @@ pub fn extend(doc: &mut Value, run: &Run, cx: &IperfContext, started: SystemTime
             "max_snd_cwnd": s.max_cwnd_segments.map(|c| u64::from(c) * u64::from(run.header.mtu.max(1))),
             "mean_rtt": s.srtt_ms.map(|ms| (ms * 1000.0).round() as u64),
             "min_rtt": s.min_rtt_ms.map(|ms| (ms * 1000.0).round() as u64),
-            "sender": is_sender,
+            // iperf3 sets every `sender` flag to whether this host's streams send
+            // (`stream_must_be_sender`), in `sum_received` and the receiver entries too.
+            "sender": sender,
         })
     };
     let end = &mut doc["end"];
-    end["streams"] = json!([{ "sender": side(true), "receiver": side(false) }]);
-    end["sum_sent"]["sender"] = json!(true);
-    end["sum_received"]["sender"] = json!(false);
+    end["streams"] = json!([{ "sender": side(), "receiver": side() }]);
+    end["sum_sent"]["sender"] = json!(sender);
+    end["sum_received"]["sender"] = json!(sender);
     let (host, remote) = if sender {
         (s.cpu_sender_pct, s.cpu_receiver_pct)
     } else {

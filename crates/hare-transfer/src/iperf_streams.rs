@@ -60,8 +60,9 @@ pub fn extend(doc: &mut Value, run: &Run, per: &PerStream) {
         .enumerate()
         .map(|(i, b)| {
             json!({
-                "sender": entry(i, 0.0, s.seconds, *b, true),
-                "receiver": entry(i, 0.0, s.seconds, *b, false),
+                // Both entries carry this host's role, as iperf3's do.
+                "sender": entry(i, 0.0, s.seconds, *b, sender),
+                "receiver": entry(i, 0.0, s.seconds, *b, sender),
             })
         })
         .collect();
