@@ -264,24 +264,29 @@ fn sigterm_and_sighup_end_a_timed_bulk_run_like_ctrl_c() {
     signal_ends_a_timed_bulk_run(nix::sys::signal::Signal::SIGHUP, "SIGHUP");
 }
 
-/// `signal` before `-T` is up: the run drains, prints its summary, exits 0 and notes why.
-fn signal_ends_a_timed_bulk_run(signal: nix::sys::signal::Signal, name: &str) {
-    let (_id, r) = receiver(None);
-    let fp = r.fingerprint.expect("fingerprint").to_string();
+/// A 60 s bulk run at 50 Mbit/s (`extra` first) with JSON on stdout, returned (with the
+/// directory of its JSON lines) once its
+/// JSON lines report the first interval that carried data (polled, at most 30 s), so that a
+/// signal sent next lands mid-run.
+fn timed_run_with_data(
+    extra: &[&str],
+    fp: &str,
+    addr: std::net::SocketAddr,
+) -> (Child, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
     let jsonl = dir.path().join("run.jsonl");
     let child = hare_send()
+        .args(extra)
         .args([
-            "-T", "60", "-R", "50m", "-i", "0.2", "--json", "-", "--pin", &fp,
+            "-T", "60", "-R", "50m", "-i", "0.2", "--json", "-", "--pin", fp,
         ])
         .arg("--jsonl")
         .arg(&jsonl)
-        .arg(r.addr.to_string())
+        .arg(addr.to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    // Interrupt once the first interval with data was reported (polled, at most 30 s).
     for _ in 0..600 {
         let text = std::fs::read_to_string(&jsonl).unwrap_or_default();
         let data = text
@@ -292,6 +297,15 @@ fn signal_ends_a_timed_bulk_run(signal: nix::sys::signal::Signal, name: &str) {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+    // The directory stays while the run writes its JSON lines into it.
+    (child, dir)
+}
+
+/// `signal` before `-T` is up: the run drains, prints its summary, exits 0 and notes why.
+fn signal_ends_a_timed_bulk_run(signal: nix::sys::signal::Signal, name: &str) {
+    let (_id, r) = receiver(None);
+    let fp = r.fingerprint.expect("fingerprint").to_string();
+    let (child, _dir) = timed_run_with_data(&[], &fp, r.addr);
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).expect("signal");
     let out = wait_bounded(child, Duration::from_secs(30));
     assert!(
@@ -528,29 +542,7 @@ fn host_named_first_is_told_to_go_last() {
 fn reverse_mode_runs_stops_on_sigterm_and_refuses_files() {
     let (_id, r) = receiver(None);
     let fp = r.fingerprint.expect("fingerprint").to_string();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let jsonl = dir.path().join("run.jsonl");
-    let child = hare_send()
-        .args([
-            "-r", "-T", "60", "-R", "50m", "-i", "0.2", "--json", "-", "--pin", &fp,
-        ])
-        .arg("--jsonl")
-        .arg(&jsonl)
-        .arg(r.addr.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    for _ in 0..600 {
-        let text = std::fs::read_to_string(&jsonl).unwrap_or_default();
-        let data = text
-            .lines()
-            .any(|l| l.contains("\"type\":\"interval\"") && !l.contains("\"bytes\":0,"));
-        if data {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (child, _dir) = timed_run_with_data(&["-r"], &fp, r.addr);
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
     let out = wait_bounded(child, Duration::from_secs(30));

@@ -87,15 +87,15 @@ impl KernelClock {
     }
 }
 
-/// Run `f` with `hz` as a compile-time constant for the kernel's usual `CONFIG_HZ` values
-/// (100, 250, 300, 1000), as the kernel's own conversions are: the divisions by HZ then
-/// compile to multiplications, with the same results. Any other HZ takes the general path.
+/// Run `f` with `hz` as a compile-time constant for the usual `CONFIG_HZ` values the profiles
+/// take (100, 250, 1000; the `hz` key accepts divisors of 1000 only), as the kernel's own HZ
+/// is a constant: the divisions by HZ then compile to multiplications, with the same results.
+/// Any other accepted HZ takes the general path.
 #[inline(always)]
 pub fn with_hz<R>(hz: u32, f: impl Fn(u32) -> R) -> R {
     match hz {
         1000 => f(1000),
         250 => f(250),
-        300 => f(300),
         100 => f(100),
         other => f(other),
     }

@@ -146,40 +146,23 @@
 // tests and fuzz target, not a stable API) they are public, hidden from the docs.
 
 mod ack;
-#[cfg(feature = "testing")]
-#[doc(hidden)]
-pub mod adapter;
-#[cfg(not(feature = "testing"))]
-mod adapter;
-#[cfg(feature = "testing")]
-#[doc(hidden)]
-pub mod bic;
-#[cfg(not(feature = "testing"))]
-mod bic;
+/// The kernel model's modules: private, public (hidden from the docs) with `testing`.
+macro_rules! model_modules {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[cfg(feature = "testing")]
+            #[doc(hidden)]
+            pub mod $name;
+            #[cfg(not(feature = "testing"))]
+            mod $name;
+        )*
+    };
+}
+model_modules!(adapter, bic, clock, cuberoot, cubic, factory, reno, tcp_cong, tcp_sock);
 mod cc_module;
-#[cfg(feature = "testing")]
-#[doc(hidden)]
-pub mod clock;
-#[cfg(not(feature = "testing"))]
-mod clock;
-#[cfg(feature = "testing")]
-#[doc(hidden)]
-pub mod cuberoot;
-#[cfg(not(feature = "testing"))]
-mod cuberoot;
-#[cfg(feature = "testing")]
-#[doc(hidden)]
-pub mod cubic;
-#[cfg(not(feature = "testing"))]
-mod cubic;
 mod driver;
 pub mod engine;
 pub mod events;
-#[cfg(feature = "testing")]
-#[doc(hidden)]
-pub mod factory;
-#[cfg(not(feature = "testing"))]
-mod factory;
 pub mod hooks;
 pub mod observer;
 mod ops;
@@ -188,23 +171,8 @@ mod profile_builder;
 mod profile_keys;
 pub mod profile_kinds;
 #[cfg(feature = "testing")]
-#[doc(hidden)]
-pub mod reno;
-#[cfg(not(feature = "testing"))]
-mod reno;
-#[cfg(feature = "testing")]
 pub mod script;
 pub mod spec;
-#[cfg(feature = "testing")]
-#[doc(hidden)]
-pub mod tcp_cong;
-#[cfg(not(feature = "testing"))]
-mod tcp_cong;
-#[cfg(feature = "testing")]
-#[doc(hidden)]
-pub mod tcp_sock;
-#[cfg(not(feature = "testing"))]
-mod tcp_sock;
 mod view;
 
 pub use adapter::HareController;
