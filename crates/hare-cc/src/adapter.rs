@@ -16,14 +16,26 @@
 //!   updated after the callbacks (one frame stale) and its `min()` starts at the 333 ms initial
 //!   RTT. Like the kernel's sample, it includes the peer's ACK delay.
 //! - **Rounds.** `on_sent`'s last packet number + 1 is `snd_nxt`; `on_end_acks`'s largest
-//!   acknowledged packet number is the `snd_una` analogue (packet numbers are per space: during
-//!   the handshake the Initial/Handshake numbers mix with 1-RTT ones. Known defect: the ACK of
-//!   Handshake-space packet 0 reaches the model before any 1-RTT packet is sent and takes
-//!   HyStart's first round reset, so the first 1-RTT round ends an ACK late (`end_seq` 5
-//!   where the kernel's would be 3), and `end_seq = snd_nxt` carries that offset into every
-//!   later round: in slow start each round then starts inside an ACK train rather than at its
-//!   head (measured in `docs/REPLAY.md`, reason (c)). Not fixed yet: the callbacks do not say
-//!   which packet-number space an ACK frame belongs to).
+//!   acknowledged packet number is the `snd_una` analogue, so HyStart's rounds are windows of
+//!   1-RTT packet numbers as the kernel's are windows of sequence numbers.
+//! - **Handshake.** The kernel initialises congestion control when the connection is
+//!   established (`tcp_init_congestion_control()` from `tcp_finish_connect()` /
+//!   `tcp_init_transfer()`): the SYN's ACK grows no window and starts no HyStart round, it
+//!   only feeds the RTT estimator. A quinn controller exists from the first Initial packet and
+//!   is called for the Initial and Handshake packet-number spaces too, without being told the
+//!   space. Each space numbers its packets from 0 (RFC 9000 section 12.3) and `on_sent` gets
+//!   the number of the datagram's last packet, which is in its highest space. So a datagram
+//!   numbered 0 after an earlier one starts a later space (Handshake, then 1-RTT), and the
+//!   last such start is the data's. There the adapter establishes the model
+//!   ([`KernelCc::establish`]: initial window, the module's `init`, numbers from 0, the RTT
+//!   estimate kept), and from then on ignores ACK frames of packets all sent before that
+//!   datagram (the handshake spaces'). Without this the Initial packet's ACK took HyStart's
+//!   first round and every later round started one ACK into its ACK train instead of at its
+//!   head. Starts are looked for only until the first ACK of a 1-RTT packet, or while the
+//!   numbers stay below [`HANDSHAKE_MAX_PACKETS`] and fewer than [`HANDSHAKE_MAX_FRAMES`]
+//!   frames came without one (a handshake is a few packets), so that a caller without a
+//!   handshake (a test driving the callbacks from 0) is never re-initialised. Not modelled:
+//!   RFC 5681's one-segment window after a lost SYN (a lost Initial is a loss like any other).
 //! - **Loss.** quinn reports a loss batch per detection, not per episode. As the kernel enters
 //!   `TCP_CA_Recovery` once per window of data (RFC 6582 `high_seq`), the adapter remembers when
 //!   the current recovery started and ignores congestion events for packets sent before it;
@@ -73,6 +85,61 @@ const SEND_TEST_SLACK: u64 = 1;
 /// quinn-proto 0.11's pacer never delays a datagram, and far below any arithmetic limit.
 pub const UNPACED_OPEN_WINDOW: u64 = 1 << 40;
 
+/// Packet numbers at or above this are past any handshake space: no space starts after them.
+const HANDSHAKE_MAX_PACKETS: u64 = 64;
+
+/// ACK frames after which, with no space start seen, the connection is taken as established
+/// from its first packet (a handshake has a few ACK frames).
+const HANDSHAKE_MAX_FRAMES: u32 = 16;
+
+/// What the adapter has seen of QUIC's handshake (module docs, "Handshake").
+#[derive(Debug, Clone, Copy, Default)]
+struct Handshake {
+    /// A datagram was sent before: a later one numbered 0 starts another space.
+    sent_any: bool,
+    /// When the first datagram of the data's space (1-RTT) was sent: ACK frames of packets
+    /// all sent before it are the handshake's.
+    data_from: Option<Instant>,
+    /// No more space starts are looked for.
+    settled: bool,
+    /// ACK frames seen while no space start was.
+    frames: u32,
+}
+
+impl Handshake {
+    /// A datagram whose last packet number is `pn` is sent at `now`: true when it starts a
+    /// later packet-number space (the caller establishes the model).
+    fn starts_space(&mut self, now: Instant, pn: u64) -> bool {
+        let starts = pn == 0 && self.sent_any;
+        self.sent_any = true;
+        if starts {
+            self.data_from = Some(now);
+        } else if pn >= HANDSHAKE_MAX_PACKETS {
+            self.settled = true;
+        }
+        starts
+    }
+
+    /// An ACK frame whose newest packet was sent at `newest_sent`: true when it is the
+    /// handshake's (the model does not see it).
+    fn is_handshake_ack(&mut self, newest_sent: Option<Instant>) -> bool {
+        match self.data_from {
+            Some(from) => {
+                if newest_sent.is_some_and(|sent| sent < from) {
+                    return true;
+                }
+                self.settled = true;
+            }
+            None if !self.settled => {
+                self.frames += 1;
+                self.settled = self.frames >= HANDSHAKE_MAX_FRAMES;
+            }
+            None => {}
+        }
+        false
+    }
+}
+
 /// The ACK frame being collected between `on_ack` calls and `on_end_acks`.
 #[derive(Debug, Clone, Copy, Default)]
 struct Frame {
@@ -120,6 +187,7 @@ pub struct HareController {
     pending_mss: Option<u32>,
     /// The caller gates sending by [`HareController::can_send`] (see the module docs).
     unpaced: bool,
+    handshake: Handshake,
     tap: Option<Tap>,
 }
 
@@ -166,6 +234,7 @@ impl HareController {
             open_frame: None,
             pending_mss: None,
             unpaced: false,
+            handshake: Handshake::default(),
             tap: None,
         };
         if let Some(observer) = observer {
@@ -277,6 +346,17 @@ impl HareController {
             self.after_decision(false);
         }
         self.apply_pending_mss();
+    }
+
+    /// The first datagram of the data's packet-number space is being sent: the connection is
+    /// established for the kernel model (module docs, "Handshake"). The handshake's loss
+    /// episode, if any, and its byte carry end with it.
+    fn establish(&mut self, now_us: u64) {
+        self.cc.establish(now_us);
+        self.ack_carry = 0;
+        self.recovery_start = None;
+        self.in_recovery = false;
+        self.after_decision(false);
     }
 
     /// A segment size change held back while its ACK frame was open.
@@ -425,6 +505,9 @@ impl Controller for HareController {
     fn on_sent(&mut self, now: Instant, bytes: u64, last_packet_number: u64) {
         self.close_frame();
         let now_us = self.now_us(now);
+        if !self.handshake.settled && self.handshake.starts_space(now, last_packet_number) {
+            self.establish(now_us);
+        }
         self.in_flight = self.in_flight.saturating_add(bytes);
         let packets_out = self.packets_in_flight(self.in_flight);
         self.cc
@@ -457,6 +540,9 @@ impl Controller for HareController {
         let frame = std::mem::take(&mut self.frame);
         if frame.packets == 0 {
             // An ACK of ACK-only packets (or of an old path): the kernel sees no data ACKed.
+            return;
+        }
+        if self.handshake.is_handshake_ack(frame.newest_sent) {
             return;
         }
         if frame.ends_recovery {

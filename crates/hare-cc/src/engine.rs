@@ -61,26 +61,8 @@ impl KernelCc {
     /// `init`). `paced` says whether the sender paces (quinn always does): HyStart 5.6+ uses it.
     pub fn new(algorithm: Algorithm, profile: &Profile, paced: bool, mss: u32) -> Self {
         let p = profile.clone();
-        let mss = mss.max(1);
         let clock = KernelClock::new(p.hz, p.uptime_ms);
-        let iw = if p.initial_cwnd == 0 {
-            rfc3390_initial_cwnd(mss)
-        } else {
-            p.initial_cwnd
-        };
-        let mut tp = TcpSock::new(iw, p.cwnd_clamp, mss).with_cwnd_cnt_bits(p.cwnd_cnt_bits);
-        tp.lsndtime = clock.jiffies(0);
-        // The route metric is the per-path clamp for any algorithm; `initial_ssthresh` is a
-        // parameter of tcp_cubic / tcp_bic only (their `init`): Reno (tcp_cong.c) has no init
-        // hook and never sees it.
-        if p.route_ssthresh != 0 {
-            tp.snd_ssthresh = p.route_ssthresh;
-        }
-        let module = match algorithm {
-            Algorithm::Cubic => CcModule::Cubic(Cubic::new(&p)),
-            Algorithm::Bic => CcModule::Bic(Bic::new(&p)),
-            Algorithm::Reno => CcModule::Reno(Reno::new(&p)),
-        };
+        let (tp, module) = initial_state(algorithm, &p, mss.max(1), &clock);
         let mut cc = KernelCc {
             algorithm,
             paced: p.paced.resolve(paced),
@@ -101,6 +83,34 @@ impl KernelCc {
         };
         cc.run_hook(0, |m, ctx| m.init(ctx));
         cc
+    }
+
+    /// The connection is established at `now_us`, before its first data segment is sent.
+    ///
+    /// The kernel initialises congestion control only then (`tcp_finish_connect()` /
+    /// `tcp_init_transfer()` call `tcp_init_congestion_control()` after the handshake's ACK was
+    /// processed), so the handshake's ACKs grow no window and start no HyStart round. In QUIC
+    /// the controller exists from the first Initial packet and sees the handshake's ACKs; this
+    /// undoes what they did: cwnd back to the initial window, ssthresh and the module as
+    /// `init` leaves them (HyStart's first round starts here, ending at `snd_nxt` 0), and the
+    /// sequence numbers start again at 0 (1-RTT packet numbers start at 0, RFC 9000 section
+    /// 12.3). Kept, as the kernel keeps them: the RTT estimator, which the SYN's ACK fed
+    /// (`tcp_ack_update_rtt()`), the clock, `lsndtime` and `packets_out`.
+    pub fn establish(&mut self, now_us: u64) {
+        let (mut tp, module) =
+            initial_state(self.algorithm, &self.profile, self.tp.mss, &self.clock);
+        tp.srtt_us = self.tp.srtt_us;
+        tp.lsndtime = self.tp.lsndtime;
+        tp.packets_out = self.tp.packets_out;
+        self.tp = tp;
+        self.module = module;
+        self.t_us = self.t_us.max(now_us);
+        self.ss_exited = false;
+        (self.exit_reason, self.exit_cwnd, self.exit_t_us) = (None, None, None);
+        self.reductions = 0;
+        self.rto_resets = 0;
+        self.before_growth = None;
+        self.run_hook(now_us, |m, ctx| m.init(ctx));
     }
 
     /// Run one hook of the module with its context at `now_us`, then report what it decided
@@ -246,6 +256,36 @@ impl KernelCc {
             reason,
         });
     }
+}
+
+/// The socket and module `tcp_init_congestion_control()` starts from: the profile's initial
+/// window (RFC 3390's when 0), ssthresh infinite or the route's, and the algorithm's fresh
+/// state (its `init` hook runs after).
+fn initial_state(
+    algorithm: Algorithm,
+    p: &Profile,
+    mss: u32,
+    clock: &KernelClock,
+) -> (TcpSock, CcModule) {
+    let iw = if p.initial_cwnd == 0 {
+        rfc3390_initial_cwnd(mss)
+    } else {
+        p.initial_cwnd
+    };
+    let mut tp = TcpSock::new(iw, p.cwnd_clamp, mss).with_cwnd_cnt_bits(p.cwnd_cnt_bits);
+    tp.lsndtime = clock.jiffies(0);
+    // The route metric is the per-path clamp for any algorithm; `initial_ssthresh` is a
+    // parameter of tcp_cubic / tcp_bic only (their `init`): Reno (tcp_cong.c) has no init
+    // hook and never sees it.
+    if p.route_ssthresh != 0 {
+        tp.snd_ssthresh = p.route_ssthresh;
+    }
+    let module = match algorithm {
+        Algorithm::Cubic => CcModule::Cubic(Cubic::new(p)),
+        Algorithm::Bic => CcModule::Bic(Bic::new(p)),
+        Algorithm::Reno => CcModule::Reno(Reno::new(p)),
+    };
+    (tp, module)
 }
 
 /// RFC 3390 initial window by segment size, as `tcp_init_cwnd()` before IW10:

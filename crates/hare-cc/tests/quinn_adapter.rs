@@ -366,3 +366,64 @@ fn an_mtu_change_between_a_frames_acks_and_its_loss_report_waits_for_the_whole_a
     assert_eq!(ctrl.cwnd_segments(), 22);
     assert_eq!(ctrl.window(), 22 * 1000 + 1);
 }
+
+#[test]
+fn the_handshake_grows_nothing_and_the_first_round_starts_at_the_first_data_ack() {
+    // The kernel runs tcp_init_congestion_control() once the connection is established: the
+    // SYN's ACK grows no window and takes no HyStart round. quinn calls the controller for
+    // the Initial space too; the callbacks below are what quinn-proto 0.11 gives a client.
+    let (mut ctrl, base) = build("cubic@linux-2.6.39", 1200, None);
+    let rtt = rtt_estimator();
+    let iw = ctrl.cwnd_segments();
+    assert_eq!(iw, 10);
+    // Initial packet 0, acknowledged after 100 ms (the Initial space's ACK frame).
+    ctrl.on_sent(base, 1200, 0);
+    ctrl.on_ack(base + ms(100), base, 1200, false, &rtt);
+    ctrl.on_end_acks(base + ms(100), 0, false, Some(0));
+    // The first datagram of the 1-RTT space is numbered 0 again: established here.
+    ctrl.on_sent(base + ms(100), 1200, 0);
+    assert_eq!(ctrl.cwnd_segments(), iw);
+    assert_eq!(ctrl.snapshot().hystart_end_seq, 0);
+    for pn in 1..10 {
+        ctrl.on_sent(base + ms(100), 1200, pn);
+    }
+    // An ACK frame of the handshake's packets arriving late is not the model's.
+    ctrl.on_ack(base + ms(150), base, 1200, false, &rtt);
+    ctrl.on_end_acks(base + ms(150), 12_000, false, Some(0));
+    assert_eq!(ctrl.cwnd_segments(), iw);
+    assert_eq!(ctrl.snapshot().hystart_end_seq, 0);
+    // The first 1-RTT ACK: after(ack, end_seq) in 2.6.39's bictcp_cong_avoid() starts the
+    // first round there, ending at snd_nxt = 10, and slow start adds one segment.
+    ctrl.on_ack(base + ms(200), base + ms(100), 1200, false, &rtt);
+    ctrl.on_end_acks(base + ms(200), 10_800, false, Some(0));
+    let snap = ctrl.snapshot();
+    assert_eq!((snap.cwnd, snap.hystart_end_seq), (iw + 1, 10));
+    // The round ends when the first packet sent after its start is acknowledged.
+    for pn in 10..12 {
+        ctrl.on_sent(base + ms(200), 1200, pn);
+    }
+    for (pn, end) in [(9_u64, 10_u64), (10, 12)] {
+        ctrl.on_ack(base + ms(300), base + ms(200), 1200, false, &rtt);
+        ctrl.on_end_acks(base + ms(300), 10_800, false, Some(pn));
+        assert_eq!(
+            ctrl.snapshot().hystart_end_seq,
+            end,
+            "after the ACK of {pn}"
+        );
+    }
+}
+
+#[test]
+fn without_a_handshake_the_first_ack_is_data() {
+    // A caller driving the callbacks from packet 0 without a handshake (as the tests above
+    // do) is never re-initialised: its first ACK is the first data ACK.
+    let (mut ctrl, base) = build("cubic@linux-2.6.39", 1200, None);
+    let rtt = rtt_estimator();
+    for pn in 0..10 {
+        ctrl.on_sent(base, 1200, pn);
+    }
+    ctrl.on_ack(base + ms(100), base, 1200, false, &rtt);
+    ctrl.on_end_acks(base + ms(100), 10_800, false, Some(0));
+    let snap = ctrl.snapshot();
+    assert_eq!((snap.cwnd, snap.hystart_end_seq), (11, 10));
+}
