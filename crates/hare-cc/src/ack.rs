@@ -35,6 +35,18 @@ pub struct AckEvent {
     pub loss: Option<LossSignal>,
 }
 
+impl AckEvent {
+    /// Packets in flight before this ACK, `tcp_ack()`'s `prior_in_flight`
+    /// (`tcp_packets_in_flight()` taken before `tcp_clean_rtx_queue()`): those still in flight
+    /// plus the packets the ACK took out of flight. The kernel counts packets, so a packet of
+    /// less than one segment of bytes (the first 1-RTT datagram, which shares its datagram
+    /// with the handshake's last packets) counts as one here, as it did in flight.
+    pub fn prior_in_flight(&self) -> u32 {
+        self.packets_in_flight
+            .saturating_add(self.packets.max(self.acked_pkts))
+    }
+}
+
 /// What an ACK (or a timer) reveals about congestion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LossSignal {

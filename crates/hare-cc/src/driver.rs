@@ -33,7 +33,7 @@ impl KernelCc {
                 self.tp.snd_nxt = una;
             }
         }
-        let prior_in_flight = ack.packets_in_flight.saturating_add(ack.acked_pkts);
+        let prior_in_flight = ack.prior_in_flight();
         self.tp.packets_out = ack.packets_in_flight;
         if ack.packets == 0 && ack.acked_pkts == 0 {
             // No FLAG_DATA_ACKED: neither pkts_acked nor cong_avoid run.

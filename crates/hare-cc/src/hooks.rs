@@ -126,15 +126,15 @@ impl KernelCc {
         self.pkts_acked(ack, now_j);
     }
 
-    /// `cong_avoid` alone: the era's cwnd-limited test (old rules: `prior_in_flight` =
-    /// `ack.packets_in_flight + ack.acked_pkts`), slow start, the growth function and the AI
+    /// `cong_avoid` alone: the era's cwnd-limited test (old rules:
+    /// [`AckEvent::prior_in_flight`]), slow start, the growth function and the AI
     /// step, with `ack.acked_pkts` as `acked`. 2.6.20 - 2.6.22 take their timestamp delay
     /// sample here from `ack.rtt_us`.
     pub fn hook_cong_avoid(&mut self, ack: &AckEvent) {
         self.t_us = ack.now_us;
         self.before_growth = None;
         let now_j = self.clock.jiffies(ack.now_us);
-        let prior_in_flight = ack.packets_in_flight.saturating_add(ack.acked_pkts);
+        let prior_in_flight = ack.prior_in_flight();
         self.cong_avoid(ack, now_j, prior_in_flight);
     }
 

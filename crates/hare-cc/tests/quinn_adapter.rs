@@ -427,3 +427,25 @@ fn without_a_handshake_the_first_ack_is_data() {
     let snap = ctrl.snapshot();
     assert_eq!((snap.cwnd, snap.hystart_end_seq), (11, 10));
 }
+
+#[test]
+fn a_packet_smaller_than_a_segment_counts_as_one_in_flight_before_its_ack() {
+    // quinn puts the first 1-RTT packet in the datagram that carries the handshake's last
+    // packets, so its bytes are less than a segment (8,802 of 8,952 here). The kernel's
+    // prior_in_flight counts packets: both packets of the initial window were in flight, so
+    // 2.6.20 Reno is cwnd-limited on the first ACK and slow start adds one segment per ACK,
+    // 2 -> 3 -> 4 (before, 8,802 bytes counted as 0 segments and the first ACK grew nothing).
+    let (mut ctrl, base) = build("reno@linux-2.6.20", 8952, None);
+    let rtt = rtt_estimator();
+    assert_eq!(ctrl.cwnd_segments(), 2);
+    ctrl.on_sent(base, 8802, 0);
+    ctrl.on_sent(base, 8952, 1);
+    ctrl.on_ack(base + ms(80), base, 8802, false, &rtt);
+    ctrl.on_end_acks(base + ms(80), 8952, false, Some(0));
+    assert_eq!((ctrl.cwnd_segments(), ctrl.ack_carry()), (3, 8802));
+    // cwnd 3: the sender fills it (packets 2 and 3), then packet 1's ACK.
+    ctrl.on_sent(base + ms(80), 2 * 8952, 3);
+    ctrl.on_ack(base + ms(80), base, 8952, false, &rtt);
+    ctrl.on_end_acks(base + ms(80), 2 * 8952, false, Some(1));
+    assert_eq!(ctrl.cwnd_segments(), 4);
+}
