@@ -163,12 +163,17 @@ pub enum ToReceiver {
         /// Hex BLAKE3 of the whole file.
         blake3: String,
     },
-    /// The sender will not send a file (it changed or vanished while being read).
+    /// The sender will not send a file (it changed, vanished or could not be read).
     FileAbandoned {
         /// Index in the manifest.
         index: u32,
         /// Why.
         reason: String,
+        /// No data channel was opened for the file and none will be (it could not be opened
+        /// or read at all): the receiver fails it at once instead of waiting for one. Absent
+        /// (false) when the abandoned attempt had a channel, which then ends with a reset.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        unsent: bool,
     },
     /// The file changed while it was read: the receiver discards what it has of this attempt
     /// and answers [`ToSender::FileRestart`], then takes a new data channel for the file, from

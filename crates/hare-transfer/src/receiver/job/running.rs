@@ -312,12 +312,11 @@ impl Running {
                     "digest for unknown or finished file {index}"
                 )))),
             },
-            ToReceiver::FileAbandoned { index, reason } => {
-                if let Some(tx) = self.digests.remove(&index) {
-                    let _ = tx.send(Err(format!("sender abandoned it: {reason}")));
-                }
-                Step::Go
-            }
+            ToReceiver::FileAbandoned {
+                index,
+                reason,
+                unsent,
+            } => self.abandoned(index, &reason, unsent, out, log).await,
             ToReceiver::Hello { .. } => {
                 Step::Stop(Some(TransferError::Protocol("a second hello".into())))
             }
@@ -464,6 +463,41 @@ impl Running {
         let _ = slot.send(Err(format!("the sender sends it again: {reason}")));
         self.again.waiting.insert(index, entry);
         Step::Go
+    }
+
+    /// The sender gave file `index` up. A file whose data channel never opened (`unsent`: it
+    /// could not be read at all) fails here at once, as the sender said; one whose channel
+    /// is open fails when that channel ends (its digest slot carries the reason).
+    async fn abandoned(
+        &mut self,
+        index: u32,
+        reason: &str,
+        unsent: bool,
+        out: &mut Out,
+        log: &mut RunLog,
+    ) -> Step {
+        let why = format!("sender abandoned it: {reason}");
+        if !unsent || self.again.judged.contains(&index) {
+            if let Some(tx) = self.digests.remove(&index) {
+                let _ = tx.send(Err(why));
+            }
+            return Step::Go;
+        }
+        let Some(p) = self.planned.remove(&index) else {
+            return Step::Stop(Some(TransferError::Protocol(format!(
+                "file {index} given up as unsent, but its data channel came"
+            ))));
+        };
+        self.digest_rx.remove(&index);
+        self.digests.remove(&index);
+        // No channel will come for it: it counts as one that ended.
+        self.finished += 1;
+        self.again.judged.insert(index);
+        let f = super::super::streams::abandoned(&p.entry.name, &why);
+        // A prefix kept from an earlier job stays for --resume (nothing of it was touched).
+        drop(p);
+        // The last file judged ends the loop, which then flushes the batch.
+        self.report(index, Some(f), out, log).await
     }
 
     /// Plan file `index` anew (from offset 0, as `entry`) and tell the sender to send it; a
