@@ -92,15 +92,16 @@ pub(super) async fn bulk_writer(
         if n == 0 {
             break;
         }
+        // `written` counts what the transport took, also of a write the deadline cuts short,
+        // so that at the end written - received is exactly what was discarded.
         tokio::select! {
-            r = out.write(pattern.slice(..n)) => r?,
+            r = out.write_counted(pattern.slice(..n), Some(&plan.written)) => r?,
             _ = tokio::time::sleep_until(until) => {
                 time_up = true;
                 break;
             }
         }
         sent += n as u64;
-        plan.written.fetch_add(n as u64, Ordering::Relaxed);
         if let Some(p) = &pacer {
             tokio::select! {
                 _ = p.account(n) => {}
