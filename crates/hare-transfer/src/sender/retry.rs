@@ -95,11 +95,12 @@ fn retry_line(name: &str, reason: &str, attempt: u32, attempts: u32) -> String {
 }
 
 /// Ask the receiver to take `src` again from its start, with its size and metadata as they
-/// are now (updated in `src`): the confirmation to wait for with [`confirmed`].
+/// are now (updated in `src`), as attempt number `attempt` (the attempts made so far, counted
+/// from 0 in the data channel's header): the confirmation to wait for with [`confirmed`].
 pub(super) async fn ask(
     ctl: &mpsc::Sender<ToReceiver>,
     restarts: &Restarts,
-    index: u32,
+    (index, attempt): (u32, u32),
     src: &mut Source,
     reason: String,
 ) -> Result<oneshot::Receiver<()>, String> {
@@ -124,6 +125,7 @@ pub(super) async fn ask(
         size: src.entry.size,
         mode: src.entry.mode,
         mtime_ns: src.entry.mtime_ns,
+        attempt: u16::try_from(attempt).ok(),
     };
     if ctl.send(retry).await.is_err() {
         return Err("the control channel closed".into());

@@ -236,6 +236,7 @@ async fn open_tcp_streams(opener: &Opener, streams: u16) -> Result<Vec<Arc<TcpSt
             index,
             offset: 0,
             session: [0; 12],
+            attempt: 0,
         };
         if let DataOut::Tcp(s) = opener.open(h).await? {
             out.push(s.stream.clone());

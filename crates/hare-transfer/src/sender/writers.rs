@@ -71,6 +71,7 @@ pub(super) async fn bulk_writer(
             index: plan.index,
             offset: 0,
             session: [0; 12],
+            attempt: 0,
         })
         .await?;
     let far = Instant::now() + Duration::from_secs(u64::from(u32::MAX));
@@ -393,7 +394,7 @@ async fn send_file(
             Err(e) if again(&e, attempts) => {
                 // Nothing was sent of this attempt: the receiver only takes the new size.
                 retry.said(&name, &e, attempts + 1).await;
-                let asked = ask(ctl, &retry.restarts, index, &mut src, e).await;
+                let asked = ask(ctl, &retry.restarts, (index, attempts), &mut src, e).await;
                 if let Err(e) = &asked {
                     tell_abandoned(ctl, index, e, true).await;
                 }
@@ -416,6 +417,8 @@ async fn send_file(
             index,
             offset,
             session: [0; 12],
+            // At most MAX_RETRIES + 1 attempts (101).
+            attempt: (attempts - 1) as u16,
         };
         let mut out = match io.opener.open(header).await {
             Ok(o) => o,
@@ -437,7 +440,7 @@ async fn send_file(
             Streamed::Abandoned(r) if again(&r, attempts) => {
                 retry.said(&name, &r, attempts + 1).await;
                 // The receiver hears of the retry before the stream's reset reaches it.
-                let asked = ask(ctl, &retry.restarts, index, &mut src, r).await;
+                let asked = ask(ctl, &retry.restarts, (index, attempts), &mut src, r).await;
                 if let Err(e) = &asked {
                     tell_abandoned(ctl, index, e, false).await;
                 }

@@ -17,7 +17,7 @@ use crate::channels::DataIn;
 use crate::error::TransferError;
 use crate::intervals::{settle, ArrivalIntervals};
 use crate::protocol::FailCode;
-use crate::protocol::{DataHeader, FileEntry, ToReceiver, ToSender, MAX_RETRIES};
+use crate::protocol::{DataHeader, DataKind, FileEntry, ToReceiver, ToSender, MAX_RETRIES};
 use crate::receiver::DURATION_GRACE;
 use crate::recvfile::{
     plan_file, Batch, EarlyLimits, Failure, FinalNames, Planned, Published, Verified,
@@ -69,6 +69,9 @@ struct Again {
     count: HashMap<u32, u32>,
     waiting: HashMap<u32, FileEntry>,
     judged: HashSet<u32>,
+    /// The attempt number the next data channel of a file sent again must carry (senders
+    /// that number attempts): a channel of an attempt already discarded is dropped.
+    attempt: HashMap<u32, u16>,
 }
 
 /// What one event of the loop decided.
@@ -326,7 +329,11 @@ impl Running {
                 size,
                 mode,
                 mtime_ns,
+                attempt,
             } => {
+                if let Some(a) = attempt {
+                    self.again.attempt.insert(index, a);
+                }
                 let Some(old) = self.again.entries.get(&index) else {
                     return Step::Stop(Some(TransferError::Protocol(format!(
                         "retry of unknown file {index}"
@@ -349,6 +356,18 @@ impl Running {
                 "the connection closed".into(),
             )));
         };
+        if h.kind == DataKind::File
+            && self
+                .again
+                .attempt
+                .get(&h.index)
+                .is_some_and(|&want| h.attempt != want)
+        {
+            // An attempt the retry already discarded, arriving after it (it was opened before
+            // the retry was asked for): dropped, its data never read.
+            drop(input);
+            return Step::Go;
+        }
         self.seen += 1;
         if self.seen > self.expected {
             return Step::Stop(Some(TransferError::Protocol(
