@@ -711,3 +711,143 @@ fn a_silent_receiver_exits_6_after_the_idle_timeout() {
     assert!(err.contains("went silent"), "{err}");
     assert!(t.elapsed() < Duration::from_secs(6), "{:?}", t.elapsed());
 }
+
+/// Once the receiver holds some of `name` in `dst`, `then` runs (within 4 s either way).
+fn once_receiving(
+    dst: &Path,
+    name: &str,
+    then: impl FnOnce() + Send + 'static,
+) -> std::thread::JoinHandle<()> {
+    let (dst, name) = (dst.to_path_buf(), name.to_owned());
+    std::thread::spawn(move || {
+        for _ in 0..400 {
+            if in_progress(&dst, &name).iter().any(|(_, n)| *n > 0) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        then();
+    })
+}
+
+/// A source file removed between the listing and its turn fails at once with its reason, the
+/// others arrive, and the run exits 3 (some files failed).
+#[test]
+fn a_source_that_cannot_be_opened_fails_that_file_with_status_3() {
+    let dst = tempfile::tempdir().expect("tempdir");
+    let (_id, r) = receiver(Some(dst.path()));
+    let fp = r.fingerprint.expect("fingerprint").to_string();
+    let src = tempfile::tempdir().expect("tempdir");
+    let (first, gone, last) = (
+        src.path().join("first.bin"),
+        src.path().join("gone.txt"),
+        src.path().join("last.txt"),
+    );
+    std::fs::write(&first, vec![3u8; 2 << 20]).expect("w");
+    std::fs::write(&gone, b"listed").expect("w");
+    std::fs::write(&last, b"last").expect("w");
+    let remover = {
+        let gone = gone.clone();
+        once_receiving(dst.path(), "first.bin", move || {
+            std::fs::remove_file(gone).expect("remove")
+        })
+    };
+    let t = Instant::now();
+    let out = run(hare_send()
+        .args(["-q", "-P", "1", "-R", "16m", "--pin", &fp])
+        .args([&first, &gone, &last])
+        .arg(r.addr.to_string()));
+    remover.join().expect("remover");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            format!(
+                "hare-send: gone.txt: cannot open {}: No such file or directory (os error 2)",
+                gone.display()
+            )
+            .as_str(),
+            "hare-send: error: 1 of 3 file(s) failed",
+        ]
+    );
+    assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
+    assert_eq!(
+        std::fs::read(dst.path().join("last.txt")).expect("r"),
+        b"last"
+    );
+    assert!(dst.path().join("first.bin").exists());
+}
+
+/// A file sent again because it changed says so when it happens (an event line among the
+/// interval lines, long before the end), and the end summary still says it was retried.
+#[test]
+fn a_retry_is_said_when_it_happens() {
+    use std::io::{BufRead, Seek, SeekFrom, Write};
+    let dst = tempfile::tempdir().expect("tempdir");
+    let (_id, r) = receiver(Some(dst.path()));
+    let fp = r.fingerprint.expect("fingerprint").to_string();
+    let src = tempfile::tempdir().expect("tempdir");
+    let live = src.path().join("live.log");
+    std::fs::write(&live, vec![5u8; 2 << 20]).expect("w");
+    let writer = {
+        let live = live.clone();
+        once_receiving(dst.path(), "live.log", move || {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(live)
+                .expect("open");
+            f.seek(SeekFrom::Start(1536 << 10)).expect("seek");
+            f.write_all(&[0x55; 4096]).expect("rewrite");
+        })
+    };
+    let mut child = hare_send()
+        .args(["-R", "16m", "--pin", &fp])
+        .arg(&live)
+        .arg(r.addr.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let lines = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            seen.push((Instant::now(), line));
+        }
+        seen
+    });
+    let out = wait_bounded(child, Duration::from_secs(60));
+    let ended = Instant::now();
+    writer.join().expect("writer");
+    let seen = lines.join().expect("lines");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let said =
+        "live.log: changed while being sent (it was modified); sending it again (attempt 2 of 4)";
+    let (at, _) = seen
+        .iter()
+        .find(|(_, l)| {
+            l.trim_start()
+                .split_once(" s  ")
+                .is_some_and(|(_, m)| m == said)
+        })
+        .unwrap_or_else(|| panic!("{said} in {seen:?}"));
+    // The second attempt (2 MiB at 16 Mbit/s) takes about a second after the line.
+    assert!(
+        ended.duration_since(*at) > Duration::from_millis(500),
+        "{seen:?}"
+    );
+    assert!(
+        err.contains("hare-send: live.log: changed while being sent; retried 1 time(s), delivered as last read"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(dst.path().join("live.log")).expect("r"),
+        std::fs::read(&live).expect("r")
+    );
+}

@@ -225,6 +225,7 @@ async fn attacker(relay: SocketAddr, fp: Fingerprint, stop: Arc<AtomicBool>) {
             index,
             offset: 0,
             session: [0; 12],
+            attempt: 0,
         };
         u.write_all(&h.encode()).await.expect("header");
         streams.push(u);

@@ -1,6 +1,7 @@
 //! Control and data channels over QUIC streams or kernel TCP connections, behind one shape so
 //! that the job logic is written once.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -74,11 +75,32 @@ impl TcpDataSocket {
 impl DataOut {
     /// Write all of `b`.
     pub async fn write(&mut self, b: Bytes) -> Result<()> {
+        self.write_counted(b, None).await
+    }
+
+    /// Write all of `b`, adding to `written` each piece the transport takes as it takes it.
+    /// Cancelled at any await (a timed job's time is up), `written` holds exactly what was
+    /// handed over: each QUIC `write_chunks` and each TCP `try_write` either happened or did
+    /// not (quinn's `write_chunk` is not cancel-safe: part of a chunk could be taken and not
+    /// counted, and then more bytes arrived than were counted as written).
+    pub async fn write_counted(&mut self, b: Bytes, written: Option<&AtomicU64>) -> Result<()> {
+        let count = |n: usize| {
+            if let Some(w) = written {
+                w.fetch_add(n as u64, Ordering::Relaxed);
+            }
+        };
         match self {
-            DataOut::Quic(s) => s
-                .write_chunk(b)
-                .await
-                .map_err(|e| TransferError::Connection(format!("writing a stream: {e}"))),
+            DataOut::Quic(s) => {
+                let mut bufs = [b];
+                while !bufs[0].is_empty() {
+                    let w = s
+                        .write_chunks(&mut bufs)
+                        .await
+                        .map_err(|e| TransferError::Connection(format!("writing a stream: {e}")))?;
+                    count(w.bytes);
+                }
+                Ok(())
+            }
             DataOut::Tcp(TcpDataSocket { stream: s, .. }) => {
                 let mut buf = &b[..];
                 while !buf.is_empty() {
@@ -86,7 +108,10 @@ impl DataOut {
                         .await
                         .map_err(|e| TransferError::Connection(format!("TCP write: {e}")))?;
                     match s.try_write(buf) {
-                        Ok(n) => buf = &buf[n..],
+                        Ok(n) => {
+                            count(n);
+                            buf = &buf[n..];
+                        }
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                         Err(e) => return Err(TransferError::Connection(format!("TCP write: {e}"))),
                     }
@@ -183,4 +208,84 @@ pub async fn read_quic_header(s: &mut quinn::RecvStream) -> Result<DataHeader> {
         .await
         .map_err(|e| TransferError::Protocol(format!("reading a data stream header: {e}")))?;
     DataHeader::decode(&b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Write one chunk far larger than the peer takes while it does not read, cut the write
+    /// short (as a timed job's deadline does), end the channel, and return what the write
+    /// counted and what the peer then read in all.
+    async fn cut_short(
+        mut out: DataOut,
+        read_all: impl std::future::Future<Output = u64>,
+    ) -> (u64, u64) {
+        let written = AtomicU64::new(0);
+        let big = Bytes::from(vec![7u8; 32 << 20]);
+        let cut = tokio::time::timeout(
+            Duration::from_millis(300),
+            out.write_counted(big, Some(&written)),
+        )
+        .await;
+        assert!(cut.is_err(), "the peer took 32 MiB without reading");
+        out.finish().expect("finish");
+        let got = read_all.await;
+        (written.load(Ordering::Relaxed), got)
+    }
+
+    #[tokio::test]
+    async fn a_tcp_write_cut_short_counts_exactly_what_the_peer_gets() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let (client, server) = tokio::join!(TcpStream::connect(addr), l.accept());
+        let out = DataOut::Tcp(TcpDataSocket::new(client.expect("connect")));
+        let (mut peer, _) = server.expect("accept");
+        let read_all = async move {
+            let mut sink = Vec::new();
+            peer.read_to_end(&mut sink).await.expect("read") as u64
+        };
+        let (written, got) = cut_short(out, read_all).await;
+        assert!(written > 0 && written < 32 << 20, "{written}");
+        assert_eq!(written, got);
+    }
+
+    #[tokio::test]
+    async fn a_quic_write_cut_short_counts_exactly_what_the_peer_gets() {
+        let id = crate::identity::ephemeral(&[]).expect("identity");
+        let crypto = crate::trust::server_crypto(&id).expect("server crypto");
+        let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(crypto).expect("quic");
+        let mut sc = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+        let mut t = quinn::TransportConfig::default();
+        // A small window: the writer waits for credit the peer gives only as it reads.
+        t.stream_receive_window(quinn::VarInt::from_u32(256 << 10));
+        sc.transport_config(Arc::new(t));
+        let any = "127.0.0.1:0".parse().expect("addr");
+        let server = quinn::Endpoint::server(sc, any).expect("server");
+        let trust = crate::trust::Trust::Pin(id.fingerprint);
+        let (crypto, _) = crate::trust::client_crypto_as(&trust, Some(&id)).expect("client");
+        let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(crypto).expect("quic");
+        let mut client = quinn::Endpoint::client(any).expect("client");
+        client.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+        let to = server.local_addr().expect("addr");
+        let connecting = client.connect(to, "localhost").expect("connect");
+        let accepting = async { server.accept().await.expect("incoming").await };
+        let (conn, peer) = tokio::join!(connecting, accepting);
+        let (conn, peer) = (conn.expect("client side"), peer.expect("server side"));
+        let out = DataOut::Quic(conn.open_uni().await.expect("stream"));
+        let read_all = async move {
+            let mut s = peer.accept_uni().await.expect("accept");
+            let mut n = 0u64;
+            while let Some(c) = s.read_chunk(usize::MAX, true).await.expect("read") {
+                n += c.bytes.len() as u64;
+            }
+            n
+        };
+        let (written, got) = cut_short(out, read_all).await;
+        assert!(written > 0 && written < 32 << 20, "{written}");
+        assert_eq!(written, got);
+    }
 }

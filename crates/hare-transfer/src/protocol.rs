@@ -163,12 +163,17 @@ pub enum ToReceiver {
         /// Hex BLAKE3 of the whole file.
         blake3: String,
     },
-    /// The sender will not send a file (it changed or vanished while being read).
+    /// The sender will not send a file (it changed, vanished or could not be read).
     FileAbandoned {
         /// Index in the manifest.
         index: u32,
         /// Why.
         reason: String,
+        /// No data channel was opened for the file and none will be (it could not be opened
+        /// or read at all): the receiver fails it at once instead of waiting for one. Absent
+        /// (false) when the abandoned attempt had a channel, which then ends with a reset.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        unsent: bool,
     },
     /// The file changed while it was read: the receiver discards what it has of this attempt
     /// and answers [`ToSender::FileRestart`], then takes a new data channel for the file, from
@@ -187,6 +192,10 @@ pub enum ToReceiver {
         /// Modification time now (as in [`FileEntry::mtime_ns`]).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mtime_ns: Option<i64>,
+        /// The number the new attempt's data channel carries ([`DataHeader::attempt`]);
+        /// absent from senders that do not number attempts.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attempt: Option<u16>,
     },
 }
 
@@ -319,6 +328,11 @@ pub struct DataHeader {
     pub offset: u64,
     /// TCP session id prefix (zeros on QUIC).
     pub session: [u8; 12],
+    /// Which attempt at a file the channel carries: 0 the first, then the number a
+    /// [`ToReceiver::FileRetry`] gave (bytes 6 and 7, which were reserved: zero from senders
+    /// before retries were numbered). A receiver drops a channel of an attempt it already
+    /// discarded, which can arrive after the retry.
+    pub attempt: u16,
 }
 
 impl DataHeader {
@@ -332,6 +346,7 @@ impl DataHeader {
         b[..4].copy_from_slice(Self::MAGIC);
         b[4] = PROTOCOL_VERSION as u8;
         b[5] = self.kind as u8;
+        b[6..8].copy_from_slice(&self.attempt.to_be_bytes());
         b[8..12].copy_from_slice(&self.index.to_be_bytes());
         b[12..20].copy_from_slice(&self.offset.to_be_bytes());
         b[20..32].copy_from_slice(&self.session);
@@ -371,6 +386,7 @@ impl DataHeader {
             index: u32::from_be_bytes(index),
             offset: u64::from_be_bytes(offset),
             session,
+            attempt: u16::from_be_bytes([b[6], b[7]]),
         })
     }
 }
@@ -516,9 +532,10 @@ mod tests {
             index: 0x0102_0304,
             offset: 0x1122_3344_5566_7788,
             session: [9; 12],
+            attempt: 0x0203,
         };
         let b = h.encode();
-        assert_eq!(&b[..8], b"HARE\x01\x01\x00\x00");
+        assert_eq!(&b[..8], b"HARE\x01\x01\x02\x03");
         assert_eq!(&b[8..12], &[1, 2, 3, 4]);
         assert_eq!(
             &b[12..20],
@@ -534,6 +551,7 @@ mod tests {
             index: 0,
             offset: 0,
             session: [0; 12],
+            attempt: 0,
         }
         .encode();
         let mut b = good;
@@ -674,6 +692,7 @@ mod tests {
             size: 5,
             mode: None,
             mtime_ns: None,
+            attempt: None,
         };
         assert_eq!(
             serde_json::to_string(&r).ok().as_deref(),

@@ -112,6 +112,55 @@ fn reverse_with_two_timed_paced_streams_has_two_streams_and_sums() {
     }
 }
 
+/// The number of bytes a "time is up" note says were discarded, if the document has one.
+fn discarded(doc: &Value) -> Option<u64> {
+    doc["events"].as_array()?.iter().find_map(|e| {
+        let m = e["kind"]["message"].as_str()?;
+        m.strip_prefix("time is up at 1 s: ")?
+            .split_once(" bytes")?
+            .0
+            .parse()
+            .ok()
+    })
+}
+
+/// `-r -T` without `-R`: at the deadline hare-recv discards what it still had queued (up to
+/// the send window). Every number both ends print is still true: the bytes counted as sent
+/// are the bytes this side received (both summaries, every interval, every stream), and the
+/// discarded bytes are said the same on both ends, counted from what the remote sender really
+/// handed to QUIC (a write cut short by the deadline included).
+#[test]
+fn an_unpaced_timed_reverse_run_counts_only_what_arrived_on_both_ends() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let job = SendJob::Bulk {
+        bytes: None,
+        seconds: Some(1.0),
+        streams: 2,
+    };
+    let (recv, o) = setup(dir.path(), job);
+    let outcome = rt().block_on(send(o, Stop::never())).expect("reverse run");
+    recv.stop().expect("receiver ran cleanly");
+    let total = outcome.run.summary.expect("summary").bytes;
+    assert!(total > 0);
+    let docs = ["send.json", "recv.json"].map(|n| read_json(&dir.path().join(n)));
+    for (name, doc) in ["send.json", "recv.json"].iter().zip(&docs) {
+        assert_eq!(u(&doc["end"]["sum_sent"]["bytes"]), total, "{name}");
+        assert_eq!(u(&doc["end"]["sum_received"]["bytes"]), total, "{name}");
+        let ivs: u64 = doc["intervals"]
+            .as_array()
+            .expect("intervals")
+            .iter()
+            .map(|iv| u(&iv["sum"]["bytes"]))
+            .sum();
+        assert_eq!(ivs, total, "{name}");
+        for e in doc["end"]["streams"].as_array().expect("end streams") {
+            assert_eq!(e["sender"]["bytes"], e["receiver"]["bytes"], "{name}");
+        }
+    }
+    // Both ends say the same number discarded, or neither says any.
+    assert_eq!(discarded(&docs[0]), discarded(&docs[1]));
+}
+
 #[test]
 fn a_stop_ends_a_reverse_run_with_a_summary_both_ends_agree_on() {
     let dir = tempfile::tempdir().expect("tempdir");

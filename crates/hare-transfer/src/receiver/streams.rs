@@ -73,7 +73,7 @@ async fn stream_broke(
 }
 
 /// The sender gave the file up (it changed, or could not be read).
-fn abandoned(name: &str, reason: &str) -> Failure {
+pub(super) fn abandoned(name: &str, reason: &str) -> Failure {
     let code = if reason.contains("changed") {
         FailCode::Changed
     } else {

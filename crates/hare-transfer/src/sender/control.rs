@@ -24,6 +24,9 @@ pub(super) enum Ctl {
     Closed(String),
     /// Reverse mode: the receiving side (hare-send) asks this side to stop sending.
     StopAsked(String),
+    /// A line a data task says while the job runs (a changed file is sent again), for the
+    /// run's log.
+    Note(String),
 }
 
 /// The receiver's `done`.

@@ -430,7 +430,7 @@ fn start_job(j: StartJob<'_>) -> Started {
     let restarts = retry::Restarts::default();
     spawn_reader(ctl_r, ctl_tx.clone(), verdict_txs, restarts.clone());
     let (out_tx, out_rx) = mpsc::channel::<ToReceiver>(256);
-    let writer = spawn_writer(ctl_w, out_rx, ctl_tx);
+    let writer = spawn_writer(ctl_w, out_rx, ctl_tx.clone());
     let stop_flag = Arc::new(AtomicBool::new(false));
     let shared = DataShared {
         opener: opener.clone(),
@@ -448,6 +448,7 @@ fn start_job(j: StartJob<'_>) -> Started {
                 0
             },
             restarts,
+            notes: Some(ctl_tx.clone()),
         },
     };
     let mut tasks = DataTasks::new();

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
+use super::control::Ctl;
 use crate::protocol::ToReceiver;
 use crate::sendfiles::Source;
 
@@ -54,6 +55,19 @@ pub(super) struct Retry {
     pub(super) max: u32,
     /// Where the receiver's confirmations arrive.
     pub(super) restarts: Restarts,
+    /// Where the run's log hears, when it happens, that a file is sent again (the run loop
+    /// prints it as an event line, which the progress bar does not overwrite).
+    pub(super) notes: Option<mpsc::Sender<Ctl>>,
+}
+
+impl Retry {
+    /// Say, when it happens, that `name` changed (`reason`) and goes again as `attempt`.
+    pub(super) async fn said(&self, name: &str, reason: &str, attempt: u32) {
+        if let Some(n) = &self.notes {
+            let line = retry_line(name, reason, attempt, self.max + 1);
+            let _ = n.send(Ctl::Note(line)).await;
+        }
+    }
 }
 
 /// True for the reasons that mean the file changed (rather than could not be read): only
@@ -72,24 +86,21 @@ pub(super) fn gave_up(reason: &str, attempts: u32) -> String {
     }
 }
 
-/// Ask the receiver to take `src` again from its start and wait until it has discarded the
-/// last attempt ([`ask`], then [`confirmed`]).
-pub(super) async fn ask_again(
-    ctl: &mpsc::Sender<ToReceiver>,
-    restarts: &Restarts,
-    index: u32,
-    src: &mut Source,
-    reason: String,
-) -> Result<(), String> {
-    confirmed(ask(ctl, restarts, index, src, reason).await).await
+/// The line a retry prints: the file, what changed and the attempt it starts.
+fn retry_line(name: &str, reason: &str, attempt: u32, attempts: u32) -> String {
+    let why = reason
+        .split_once("; not delivered")
+        .map_or(reason, |(w, _)| w);
+    format!("{name}: {why}; sending it again (attempt {attempt} of {attempts})")
 }
 
 /// Ask the receiver to take `src` again from its start, with its size and metadata as they
-/// are now (updated in `src`): the confirmation to wait for with [`confirmed`].
+/// are now (updated in `src`), as attempt number `attempt` (the attempts made so far, counted
+/// from 0 in the data channel's header): the confirmation to wait for with [`confirmed`].
 pub(super) async fn ask(
     ctl: &mpsc::Sender<ToReceiver>,
     restarts: &Restarts,
-    index: u32,
+    (index, attempt): (u32, u32),
     src: &mut Source,
     reason: String,
 ) -> Result<oneshot::Receiver<()>, String> {
@@ -114,6 +125,7 @@ pub(super) async fn ask(
         size: src.entry.size,
         mode: src.entry.mode,
         mtime_ns: src.entry.mtime_ns,
+        attempt: u16::try_from(attempt).ok(),
     };
     if ctl.send(retry).await.is_err() {
         return Err("the control channel closed".into());
@@ -153,6 +165,19 @@ mod tests {
         assert_eq!(
             gave_up("changed (it grew); not delivered, send it again", 2),
             "changed (it grew); not delivered after 2 attempts (--retries), send it again"
+        );
+    }
+
+    #[test]
+    fn a_retry_names_the_file_what_changed_and_the_attempt() {
+        assert_eq!(
+            retry_line(
+                "live.log",
+                "changed while being sent (it was modified); not delivered, send it again",
+                2,
+                4
+            ),
+            "live.log: changed while being sent (it was modified); sending it again (attempt 2 of 4)"
         );
     }
 

@@ -101,14 +101,21 @@ enum Heard {
     Closed(String),
 }
 
-fn spawn_reader(mut ctl_r: ControlRead) -> mpsc::Receiver<Heard> {
+/// Read the remote sender's messages; over kernel TCP (`tcp`) an end or a reset before the
+/// job ended is said as the receiver going away ([`gone`]).
+fn spawn_reader(mut ctl_r: ControlRead, tcp: bool) -> mpsc::Receiver<Heard> {
     let (tx, rx) = mpsc::channel(8);
     tokio::spawn(async move {
         loop {
             let h = match read_frame::<_, FromRemoteSender>(&mut ctl_r).await {
                 Ok(Some(m)) => Heard::Said(m),
+                Ok(None) if tcp => Heard::Closed(gone::CLOSED.into()),
                 Ok(None) => Heard::Closed("the receiver closed the control channel".into()),
-                Err(e) => Heard::Closed(e.to_string()),
+                Err(e) => Heard::Closed(
+                    gone::of(&e)
+                        .filter(|_| tcp)
+                        .unwrap_or_else(|| e.to_string()),
+                ),
             };
             let last = matches!(h, Heard::Closed(_));
             if tx.send(h).await.is_err() || last {
@@ -229,6 +236,7 @@ async fn open_tcp_streams(opener: &Opener, streams: u16) -> Result<Vec<Arc<TcpSt
             index,
             offset: 0,
             session: [0; 12],
+            attempt: 0,
         };
         if let DataOut::Tcp(s) = opener.open(h).await? {
             out.push(s.stream.clone());
@@ -264,7 +272,10 @@ async fn count_tcp(
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(_) if time_up.is_some_and(|t| Instant::now() >= t) => return Ok(()),
-            Err(e) => return Err(TransferError::Connection(format!("TCP read: {e}"))),
+            Err(e) => {
+                let why = gone::words(&e).unwrap_or_else(|| format!("TCP read: {e}"));
+                return Err(TransferError::Connection(why));
+            }
         }
     }
 }
@@ -287,6 +298,7 @@ fn spawn_tcp_streams(
     }
 }
 
+mod gone;
 mod run;
 mod summary;
 pub(super) use run::take;

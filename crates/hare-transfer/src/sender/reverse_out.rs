@@ -231,6 +231,7 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
         retry: super::retry::Retry {
             max: 0,
             restarts: super::retry::Restarts::default(),
+            notes: None,
         },
     };
     let mut tasks = DataTasks::new();

@@ -183,6 +183,13 @@ fn on_control(
             let why: String = why.chars().filter(|c| !c.is_control()).take(100).collect();
             on_stop(rec, st, cx, &format!("the receiving side asked: {why}"))
         }
+        Some(Ctl::Note(message)) => {
+            rec.log.event(Event {
+                t_s: cx.t0.elapsed().as_secs_f64(),
+                kind: EventKind::Note { message },
+            });
+            Flow::Go
+        }
         Some(Ctl::Closed(reason)) => {
             st.failure = Some(TransferError::Connection(close_reason(cx, reason)));
             Flow::Stop

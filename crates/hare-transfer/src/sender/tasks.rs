@@ -134,8 +134,8 @@ pub(super) fn spawn_files(
 /// sender nothing measurable (the files' hidden bars are plain atomics).
 const BAR_TICK: Duration = Duration::from_millis(250);
 
-/// The overall bar (files done, bytes, rate, ETA), fed from the files' hidden bars until
-/// the caller aborts the returned task.
+/// The overall bar (files done, bytes, rate, ETA), fed from the files' hidden bars (their
+/// positions and lengths) until the caller aborts the returned task.
 fn spawn_overall_bar(
     m: &MultiProgress,
     sources: &[Source],
@@ -155,6 +155,10 @@ fn spawn_overall_bar(
         loop {
             tick.tick().await;
             let done = files.iter().filter(|b| b.is_finished()).count();
+            // A file sent again adds its new attempt to its bar's length, and one that
+            // failed takes off what it will not send: the total is what is really sent.
+            let length = files.iter().map(|b| b.length().unwrap_or(0)).sum();
+            overall.set_length(length);
             overall.set_position(files.iter().map(ProgressBar::position).sum());
             overall.set_message(format!("files {done}/{n}"));
         }

@@ -10,7 +10,7 @@ use indicatif::ProgressBar;
 use tokio::sync::{mpsc, oneshot};
 
 use super::opener::Opener;
-use super::retry::{ask, ask_again, confirmed, gave_up, is_change, Retry};
+use super::retry::{ask, confirmed, gave_up, is_change, Retry};
 use super::FileReport;
 use crate::error::Result;
 use crate::protocol::{close, DataHeader, DataKind, FilePlan, ToReceiver};
@@ -71,6 +71,7 @@ pub(super) async fn bulk_writer(
             index: plan.index,
             offset: 0,
             session: [0; 12],
+            attempt: 0,
         })
         .await?;
     let far = Instant::now() + Duration::from_secs(u64::from(u32::MAX));
@@ -92,15 +93,16 @@ pub(super) async fn bulk_writer(
         if n == 0 {
             break;
         }
+        // `written` counts what the transport took, also of a write the deadline cuts short,
+        // so that at the end written - received is exactly what was discarded.
         tokio::select! {
-            r = out.write(pattern.slice(..n)) => r?,
+            r = out.write_counted(pattern.slice(..n), Some(&plan.written)) => r?,
             _ = tokio::time::sleep_until(until) => {
                 time_up = true;
                 break;
             }
         }
         sent += n as u64;
-        plan.written.fetch_add(n as u64, Ordering::Relaxed);
         if let Some(p) = &pacer {
             tokio::select! {
                 _ = p.account(n) => {}
@@ -201,8 +203,20 @@ async fn resume_point(
 /// Open the file at `offset` and take the snapshot the whole send is checked against. A file
 /// that no longer has the size it was announced with has changed since it was listed.
 fn open_at(src: &Source, offset: u64) -> Result<(std::fs::File, Snapshot), String> {
-    let mut file = std::fs::File::open(&src.path)
+    use std::os::unix::fs::OpenOptionsExt;
+    // Without O_NONBLOCK a FIFO put in the file's place since it was listed would hold the
+    // open until some writer came; for a regular file the flag changes nothing.
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&src.path)
         .map_err(|e| format!("cannot open {}: {e}", src.path.display()))?;
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(format!(
+            "cannot send {}: it is no longer a regular file",
+            src.path.display()
+        ));
+    }
     let snap = current(&file, &src.path)?;
     if snap.size != src.entry.size {
         return Err(format!(
@@ -266,7 +280,7 @@ async fn stream_file(
         }
         pos += n as u64;
         if let Some(b) = bar {
-            b.set_position(pos);
+            b.inc(n as u64);
         }
         if let Some(p) = pacer {
             p.account(n).await;
@@ -278,24 +292,81 @@ async fn stream_file(
     Streamed::Sent(hasher.finalize().to_hex().to_string())
 }
 
-/// Send one file: resume point, open and snapshot, stream, then the digest and the
-/// receiver's verdict; a file that changed meanwhile is sent again from its start, up to
-/// `retry.max` times (module `retry`). The `permit` (a place among the `-P` files in flight)
-/// is given back once the digest is sent, so the next file streams while this one is verified
-/// and made durable.
+/// The receiver hears that file `index` will not come, with the reason; `unsent` when no
+/// data channel was opened for it (it fails there at once instead of waiting for one).
+async fn tell_abandoned(ctl: &mpsc::Sender<ToReceiver>, index: u32, reason: &str, unsent: bool) {
+    let m = ToReceiver::FileAbandoned {
+        index,
+        reason: reason.to_owned(),
+        unsent,
+    };
+    let _ = ctl.send(m).await;
+}
+
+/// Send one file (see [`send_file`]). A file that fails takes what it will not send off the
+/// overall bar's total, so that the bar and its ETA count only what is still to come.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn file_task(
     opener: Opener,
     index: u32,
-    mut src: Source,
+    src: Source,
     plan: Option<FilePlan>,
     ctl: mpsc::Sender<ToReceiver>,
-    mut result: oneshot::Receiver<(bool, Option<String>)>,
+    result: oneshot::Receiver<(bool, Option<String>)>,
     pacer: Option<Arc<Pacer>>,
     bar: Option<ProgressBar>,
     permit: tokio::sync::OwnedSemaphorePermit,
     retry: Retry,
 ) -> FileReport {
+    let io = FileIo {
+        opener,
+        index,
+        ctl,
+        pacer,
+        bar: bar.clone(),
+    };
+    let report = send_file(io, src, plan, result, permit, retry).await;
+    if let (false, Some(b)) = (report.ok, &bar) {
+        b.set_length(b.position());
+    }
+    report
+}
+
+/// What a file task sends through: its data channels, its index on the control channel,
+/// the `-R` pacer and its hidden progress bar (bytes sent, every attempt included).
+struct FileIo {
+    opener: Opener,
+    index: u32,
+    ctl: mpsc::Sender<ToReceiver>,
+    pacer: Option<Arc<Pacer>>,
+    bar: Option<ProgressBar>,
+}
+
+impl FileIo {
+    /// The file is sent again from its start with `size` bytes: the bytes already sent of it
+    /// stay on the bar, and the new attempt's are added to its total.
+    fn again(&self, size: u64) {
+        if let Some(b) = &self.bar {
+            b.set_length(b.position() + size);
+        }
+    }
+}
+
+/// Send one file: resume point, open and snapshot, stream, then the digest and the
+/// receiver's verdict; a file that changed meanwhile is sent again from its start, up to
+/// `retry.max` times (module `retry`), and each retry is said when it happens. A file that
+/// cannot be opened or read fails at once, and the receiver is told so. The `permit` (a
+/// place among the `-P` files in flight) is given back once the digest is sent, so the next
+/// file streams while this one is verified and made durable.
+async fn send_file(
+    io: FileIo,
+    mut src: Source,
+    plan: Option<FilePlan>,
+    mut result: oneshot::Receiver<(bool, Option<String>)>,
+    permit: tokio::sync::OwnedSemaphorePermit,
+    retry: Retry,
+) -> FileReport {
+    let (index, ctl) = (io.index, &io.ctl);
     let name = src.entry.name.clone();
     let mut attempts = 1u32;
     let fail = |reason: String, resumed_from: u64, attempts: u32| FileReport {
@@ -307,64 +378,83 @@ pub(super) async fn file_task(
     };
     let (mut hasher, mut offset) = match resume_point(&src, plan).await {
         Ok(r) => r,
-        Err(e) => return fail(e, 0, attempts),
+        Err(e) => {
+            tell_abandoned(ctl, index, &e, true).await;
+            return fail(e, 0, attempts);
+        }
     };
-    let abandon = |reason: String| ToReceiver::FileAbandoned { index, reason };
+    if let Some(b) = &io.bar {
+        b.set_length(src.entry.size);
+        b.set_position(offset);
+    }
     let (digest, mut out) = loop {
         let again = |r: &str, attempts: u32| is_change(r) && attempts <= retry.max;
         let (mut file, snap) = match open_at(&src, offset) {
             Ok(f) => f,
             Err(e) if again(&e, attempts) => {
                 // Nothing was sent of this attempt: the receiver only takes the new size.
-                if let Err(e) = ask_again(&ctl, &retry.restarts, index, &mut src, e).await {
+                retry.said(&name, &e, attempts + 1).await;
+                let asked = ask(ctl, &retry.restarts, (index, attempts), &mut src, e).await;
+                if let Err(e) = &asked {
+                    tell_abandoned(ctl, index, e, true).await;
+                }
+                if let Err(e) = confirmed(asked).await {
                     return fail(e, 0, attempts);
                 }
+                io.again(src.entry.size);
                 (attempts, offset, hasher) = (attempts + 1, 0, blake3::Hasher::new());
                 continue;
             }
-            Err(e) => return fail(gave_up(&e, attempts), offset, attempts),
+            Err(e) => {
+                // No data channel was opened: the receiver fails the file at once.
+                let r = gave_up(&e, attempts);
+                tell_abandoned(ctl, index, &r, true).await;
+                return fail(r, offset, attempts);
+            }
         };
-        if let Some(b) = &bar {
-            b.set_length(src.entry.size);
-            b.set_position(offset);
-        }
-        let mut out = match opener
-            .open(DataHeader {
-                kind: DataKind::File,
-                index,
-                offset,
-                session: [0; 12],
-            })
-            .await
-        {
+        let header = DataHeader {
+            kind: DataKind::File,
+            index,
+            offset,
+            session: [0; 12],
+            // At most MAX_RETRIES + 1 attempts (101).
+            attempt: (attempts - 1) as u16,
+        };
+        let mut out = match io.opener.open(header).await {
             Ok(o) => o,
             Err(e) => return fail(e.to_string(), offset, attempts),
         };
+        let from = (hasher, offset);
+        let pacer = io.pacer.as_deref();
         let streamed = stream_file(
             &mut file,
             &src,
             snap,
-            (hasher, offset),
+            from,
             &mut out,
-            pacer.as_deref(),
-            bar.as_ref(),
-        )
-        .await;
-        match streamed {
+            pacer,
+            io.bar.as_ref(),
+        );
+        match streamed.await {
             Streamed::Sent(d) => break (d, out),
             Streamed::Abandoned(r) if again(&r, attempts) => {
+                retry.said(&name, &r, attempts + 1).await;
                 // The receiver hears of the retry before the stream's reset reaches it.
-                let asked = ask(&ctl, &retry.restarts, index, &mut src, r).await;
+                let asked = ask(ctl, &retry.restarts, (index, attempts), &mut src, r).await;
+                if let Err(e) = &asked {
+                    tell_abandoned(ctl, index, e, false).await;
+                }
                 out.reset(close::PROTOCOL);
                 if let Err(e) = confirmed(asked).await {
                     return fail(e, 0, attempts);
                 }
+                io.again(src.entry.size);
                 (attempts, offset, hasher) = (attempts + 1, 0, blake3::Hasher::new());
             }
             Streamed::Abandoned(r) => {
                 // The receiver hears why before the stream's reset reaches it.
                 let r = gave_up(&r, attempts);
-                let _ = ctl.send(abandon(r.clone())).await;
+                tell_abandoned(ctl, index, &r, false).await;
                 out.reset(close::PROTOCOL);
                 return fail(r, offset, attempts);
             }
@@ -382,18 +472,15 @@ pub(super) async fn file_task(
     if let Err(e) = out.finish() {
         return fail(e.to_string(), offset, attempts);
     }
-    if ctl
-        .send(ToReceiver::FileDone {
-            index,
-            blake3: digest,
-        })
-        .await
-        .is_err()
-    {
+    let done = ToReceiver::FileDone {
+        index,
+        blake3: digest,
+    };
+    if ctl.send(done).await.is_err() {
         return fail("the control channel closed".into(), offset, attempts);
     }
     drop(permit);
-    if let Some(b) = &bar {
+    if let Some(b) = &io.bar {
         b.finish();
     }
     match result.await {

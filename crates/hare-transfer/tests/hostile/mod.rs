@@ -112,6 +112,7 @@ impl Hostile {
             index,
             offset,
             session: [0; 12],
+            attempt: 0,
         };
         s.write_all(&h.encode()).await.expect("header");
         s.write_all(data).await.expect("data");
@@ -119,6 +120,22 @@ impl Hostile {
             s.finish().expect("finish");
         }
         s
+    }
+
+    /// Open file `index`'s data stream for attempt `attempt` (a file sent again), write all of
+    /// `data` from offset 0 and finish it.
+    pub async fn file_attempt(&self, index: u32, attempt: u16, data: &[u8]) {
+        let mut s = self.conn.open_uni().await.expect("uni");
+        let h = DataHeader {
+            kind: DataKind::File,
+            index,
+            offset: 0,
+            session: [0; 12],
+            attempt,
+        };
+        s.write_all(&h.encode()).await.expect("header");
+        s.write_all(data).await.expect("data");
+        s.finish().expect("finish");
     }
 
     /// The application close code and reason the receiver ended the connection with, waiting

@@ -17,7 +17,7 @@ use crate::channels::DataIn;
 use crate::error::TransferError;
 use crate::intervals::{settle, ArrivalIntervals};
 use crate::protocol::FailCode;
-use crate::protocol::{DataHeader, FileEntry, ToReceiver, ToSender, MAX_RETRIES};
+use crate::protocol::{DataHeader, DataKind, FileEntry, ToReceiver, ToSender, MAX_RETRIES};
 use crate::receiver::DURATION_GRACE;
 use crate::recvfile::{
     plan_file, Batch, EarlyLimits, Failure, FinalNames, Planned, Published, Verified,
@@ -69,6 +69,9 @@ struct Again {
     count: HashMap<u32, u32>,
     waiting: HashMap<u32, FileEntry>,
     judged: HashSet<u32>,
+    /// The attempt number the next data channel of a file sent again must carry (senders
+    /// that number attempts): a channel of an attempt already discarded is dropped.
+    attempt: HashMap<u32, u16>,
 }
 
 /// What one event of the loop decided.
@@ -312,12 +315,11 @@ impl Running {
                     "digest for unknown or finished file {index}"
                 )))),
             },
-            ToReceiver::FileAbandoned { index, reason } => {
-                if let Some(tx) = self.digests.remove(&index) {
-                    let _ = tx.send(Err(format!("sender abandoned it: {reason}")));
-                }
-                Step::Go
-            }
+            ToReceiver::FileAbandoned {
+                index,
+                reason,
+                unsent,
+            } => self.abandoned(index, &reason, unsent, out, log).await,
             ToReceiver::Hello { .. } => {
                 Step::Stop(Some(TransferError::Protocol("a second hello".into())))
             }
@@ -327,7 +329,11 @@ impl Running {
                 size,
                 mode,
                 mtime_ns,
+                attempt,
             } => {
+                if let Some(a) = attempt {
+                    self.again.attempt.insert(index, a);
+                }
                 let Some(old) = self.again.entries.get(&index) else {
                     return Step::Stop(Some(TransferError::Protocol(format!(
                         "retry of unknown file {index}"
@@ -350,6 +356,18 @@ impl Running {
                 "the connection closed".into(),
             )));
         };
+        if h.kind == DataKind::File
+            && self
+                .again
+                .attempt
+                .get(&h.index)
+                .is_some_and(|&want| h.attempt != want)
+        {
+            // An attempt the retry already discarded, arriving after it (it was opened before
+            // the retry was asked for): dropped, its data never read.
+            drop(input);
+            return Step::Go;
+        }
         self.seen += 1;
         if self.seen > self.expected {
             return Step::Stop(Some(TransferError::Protocol(
@@ -464,6 +482,41 @@ impl Running {
         let _ = slot.send(Err(format!("the sender sends it again: {reason}")));
         self.again.waiting.insert(index, entry);
         Step::Go
+    }
+
+    /// The sender gave file `index` up. A file whose data channel never opened (`unsent`: it
+    /// could not be read at all) fails here at once, as the sender said; one whose channel
+    /// is open fails when that channel ends (its digest slot carries the reason).
+    async fn abandoned(
+        &mut self,
+        index: u32,
+        reason: &str,
+        unsent: bool,
+        out: &mut Out,
+        log: &mut RunLog,
+    ) -> Step {
+        let why = format!("sender abandoned it: {reason}");
+        if !unsent || self.again.judged.contains(&index) {
+            if let Some(tx) = self.digests.remove(&index) {
+                let _ = tx.send(Err(why));
+            }
+            return Step::Go;
+        }
+        let Some(p) = self.planned.remove(&index) else {
+            return Step::Stop(Some(TransferError::Protocol(format!(
+                "file {index} given up as unsent, but its data channel came"
+            ))));
+        };
+        self.digest_rx.remove(&index);
+        self.digests.remove(&index);
+        // No channel will come for it: it counts as one that ended.
+        self.finished += 1;
+        self.again.judged.insert(index);
+        let f = super::super::streams::abandoned(&p.entry.name, &why);
+        // A prefix kept from an earlier job stays for --resume (nothing of it was touched).
+        drop(p);
+        // The last file judged ends the loop, which then flushes the batch.
+        self.report(index, Some(f), out, log).await
     }
 
     /// Plan file `index` anew (from offset 0, as `entry`) and tell the sender to send it; a

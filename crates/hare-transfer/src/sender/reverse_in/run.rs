@@ -56,6 +56,15 @@ impl Loop<'_> {
             .unwrap_or(fallback)
     }
 
+    /// A control write's error: over kernel TCP, one that says the receiver is gone is said
+    /// so ([`super::gone`]).
+    fn lost(&self, e: TransferError) -> TransferError {
+        match self.t.conn() {
+            Some(_) => e,
+            None => super::gone::mapped(e),
+        }
+    }
+
     async fn tick(&mut self, silence: &mut Silence) -> Result<()> {
         settle().await;
         let counts = self.counts();
@@ -63,7 +72,8 @@ impl Loop<'_> {
         let stats = self.t.conn().map(quinn::Connection::stats);
         let srtt = stats.as_ref().map(|s| s.path.rtt.as_secs_f64() * 1e3);
         let iv = self.arrivals.close(bytes, &counts, srtt);
-        send(&mut self.ctl_w, &iv.message()).await?;
+        let said = send(&mut self.ctl_w, &iv.message()).await;
+        said.map_err(|e| self.lost(e))?;
         self.log.line(iv.line());
         let heard = stats.map(|s| s.udp_rx.datagrams);
         if let Some(message) = heard.and_then(|h| silence.check(h, Instant::now())) {
@@ -153,7 +163,7 @@ impl Loop<'_> {
                     self.note(format!("interrupted ({why}); asking the receiver to stop sending"));
                     let ask = ToSender::StopSending { reason: why.to_owned() };
                     if let Err(e) = send(&mut self.ctl_w, &ask).await {
-                        end.failure = Some(e);
+                        end.failure = Some(self.lost(e));
                     }
                 }
                 _ = tokio::time::sleep_until(overrun.into()) => {
@@ -172,7 +182,7 @@ impl Loop<'_> {
             return;
         }
         if let Err(e) = send(&mut self.ctl_w, &done).await {
-            end.failure = Some(e);
+            end.failure = Some(self.lost(e));
             return;
         }
         let wait = tokio::time::sleep(REPORT_TIMEOUT);
@@ -229,7 +239,9 @@ pub(in crate::sender) async fn take(
         }
         None => open_tcp_streams(&t.opener, streams).await?,
     };
-    let (controller, profile) = start(&mut ctl_r).await?;
+    let on_tcp = t.conn().is_none();
+    let started = start(&mut ctl_r).await;
+    let (controller, profile) = started.map_err(|e| if on_tcp { gone::mapped(e) } else { e })?;
     let t0 = Instant::now();
     let cpu = CpuClock::start();
     let mut log = RunLog::new(
@@ -255,7 +267,7 @@ pub(in crate::sender) async fn take(
         stop,
         log,
         ctl_w,
-        heard: spawn_reader(ctl_r),
+        heard: spawn_reader(ctl_r, on_tcp),
         counters,
         arrivals: ArrivalIntervals::new(t0),
         t0,
