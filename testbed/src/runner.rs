@@ -157,6 +157,7 @@ impl Job {
             ReceiverSpec::Linux26 => hare_sim::ReceiverAcks::Linux26,
         };
         cfg.paced = f.sender.paced || self.quinn_paced;
+        cfg.sender_line_rate = f.sender.line_rate.map(|r| r.0);
         cfg.trace = self.trace;
         cfg.crypto = f.crypto;
         cfg

@@ -56,7 +56,7 @@ fn toml_files_below(dir: &Path) -> Vec<std::path::PathBuf> {
 fn every_file_under_the_scenario_dir_parses_with_its_own_loader() {
     let t = threads();
     let files = toml_files_below(&dir());
-    let (mut sim, mut kvh, mut unpaced, mut linux_receiver) = (0, 0, 0, 0);
+    let (mut sim, mut kvh, mut unpaced, mut linux_receiver, mut line_rate) = (0, 0, 0, 0, 0);
     for f in &files {
         let text = std::fs::read_to_string(f).expect("readable");
         if text.contains("kind = \"kernel-vs-hare\"") {
@@ -68,13 +68,21 @@ fn every_file_under_the_scenario_dir_parses_with_its_own_loader() {
         let s = Scenario::load(f, &t).unwrap_or_else(|e| panic!("{e}"));
         sim += 1;
         unpaced += usize::from(!s.file.sender.paced);
+        if let Some(rate) = s.file.sender.line_rate {
+            // The 2007 hosts' 10 GigE interface, in IP bytes of 9000-byte packets.
+            assert_eq!(rate.0, 9_958_000_000, "{}", f.display());
+            line_rate += 1;
+        }
         linux_receiver += usize::from(s.file.ack.receiver == scenario::ReceiverSpec::Linux26);
     }
     // 29 replay scenarios, 8 kernel-vs-hare-sim paths (4 paced, 4 unpaced), 1 emulator file.
     assert_eq!((sim, kvh), (37, 1));
-    // Unpaced: the 2011 replays (their senders were kernels without pacing) and
-    // the 4 unpaced kernel-vs-hare-sim paths; every 2007/2011 replay has the 2.6 receiver.
-    assert_eq!(unpaced, 17 + 4);
+    // Unpaced: the 2011 replays and the 2007 ones on the 8.5 Gbit/s path (their senders
+    // were kernels without pacing; all but the two 1.6 Gbit/s `shallow` runs and modern
+    // CUBIC of the 12 2007 files) and the 4 unpaced kernel-vs-hare-sim paths; every
+    // 2007/2011 replay has the 2.6 receiver.
+    assert_eq!(unpaced, 17 + 9 + 4);
+    assert_eq!(line_rate, 9);
     assert_eq!(linux_receiver, 11 + 17);
 }
 

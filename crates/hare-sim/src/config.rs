@@ -207,6 +207,12 @@ pub struct SimConfig {
     /// switched off, the controller's own `tcp_cwnd_test` gates each datagram, and bursts leave
     /// at line rate like a kernel's without fq. The real binaries always keep quinn's pacer.
     pub paced: bool,
+    /// The rate of the sender's own interface in bit/s of IP bytes, `None`: none (datagrams
+    /// reach the bottleneck the moment quinn hands them over). With a rate, each datagram
+    /// leaves the sender after the one before it has been serialised at this rate, as a
+    /// kernel's NIC sends a burst: an unpaced sender's line-rate burst then reaches a slower
+    /// bottleneck at the interface's rate, not all at once.
+    pub sender_line_rate: Option<u64>,
     /// Datagrams per `poll_transmit` batch (GSO segments).
     pub gso_segments: usize,
     /// Initial RTT estimate before the first sample (quinn default 333 ms).
@@ -248,6 +254,7 @@ impl SimConfig {
             ack: AckSettings::default(),
             receiver_acks: ReceiverAcks::Quinn,
             paced: true,
+            sender_line_rate: None,
             gso_segments: defaults::GSO_SEGMENTS,
             initial_rtt: None,
             limits: Limits::default(),

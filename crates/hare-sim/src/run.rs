@@ -85,7 +85,10 @@ fn attempt(
             message: e.to_string(),
         })
     };
-    let forward = Wire::new(link(&cfg.forward, "forward")?, cfg.ip_overhead);
+    let mut forward = Wire::new(link(&cfg.forward, "forward")?, cfg.ip_overhead);
+    if let Some(rate) = cfg.sender_line_rate {
+        forward = forward.with_line_rate(rate);
+    }
     let reverse = Wire::new(link(&cfg.reverse, "reverse")?, cfg.ip_overhead);
     let mut client_t = setup::transport_config(cfg, resolved.client_factory.clone(), true)?;
     let mut server_t = setup::transport_config(cfg, resolved.server_factory.clone(), false)?;

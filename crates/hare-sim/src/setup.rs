@@ -40,6 +40,13 @@ pub(crate) fn validate(cfg: &SimConfig) -> Result<(), SimError> {
             "IP + UDP header bytes, 0..=128 (28 for IPv4, 48 for IPv6)",
         ));
     }
+    if cfg.sender_line_rate == Some(0) {
+        return Err(bad(
+            "sender_line_rate",
+            "0 bit/s".into(),
+            "a rate above 0 bit/s, or none",
+        ));
+    }
     let max_var = (1u64 << 62) - 1;
     for (field, v) in [
         ("windows.stream_receive", cfg.windows.stream_receive),

@@ -64,6 +64,27 @@ pub(crate) struct Wire {
     ip_overhead: u32,
     /// Datagrams offered to the link.
     pub offered: u64,
+    /// The sender's interface, when it has a rate (see [`crate::SimConfig::sender_line_rate`]).
+    nic: Option<Nic>,
+}
+
+/// A sender interface that serialises datagrams at `rate_bps` before the bottleneck.
+#[derive(Debug, Clone, Copy)]
+struct Nic {
+    rate_bps: u64,
+    /// When the interface has sent everything it was given (ns).
+    free_at: u64,
+}
+
+impl Nic {
+    /// The time `ip_len` bytes handed over at `now` have left the interface.
+    fn depart(&mut self, now: u64, ip_len: u32) -> u64 {
+        let bits = u128::from(ip_len) * 8 * 1_000_000_000;
+        let ns = bits.div_ceil(u128::from(self.rate_bps.max(1)));
+        let start = self.free_at.max(now);
+        self.free_at = start.saturating_add(u64::try_from(ns).unwrap_or(u64::MAX));
+        self.free_at
+    }
 }
 
 impl Wire {
@@ -74,7 +95,17 @@ impl Wire {
             sent: Arrivals::default(),
             ip_overhead,
             offered: 0,
+            nic: None,
         }
+    }
+
+    /// The same wire behind a sender interface of `rate_bps` (bit/s of IP bytes).
+    pub fn with_line_rate(mut self, rate_bps: u64) -> Self {
+        self.nic = Some(Nic {
+            rate_bps,
+            free_at: 0,
+        });
+        self
     }
 
     /// Offers one UDP datagram at `now`; a dropped one is handed back.
@@ -83,7 +114,12 @@ impl Wire {
         let ip_len = u32::try_from(datagram.len())
             .unwrap_or(u32::MAX)
             .saturating_add(self.ip_overhead);
-        match self.link.offer(now, ip_len) {
+        // Behind a sender interface the datagram reaches the bottleneck once serialised.
+        let at_link = match self.nic.as_mut() {
+            Some(nic) => nic.depart(now, ip_len),
+            None => now,
+        };
+        match self.link.offer(at_link, ip_len) {
             Verdict::Delivered { at } => {
                 self.sent.insert(at, datagram);
                 None
@@ -127,6 +163,34 @@ mod tests {
         assert_eq!(a.pop_due(40_007_200).map(|d| d.len()), Some(8972));
         assert_eq!(a.next_at(), Some(40_014_400));
         assert_eq!(w.queue_bytes(7_200), 9000);
+    }
+
+    #[test]
+    fn a_sender_interface_spaces_a_burst_before_the_bottleneck() {
+        // A 5 Gbit/s bottleneck behind a 10 Gbit/s interface: three 9000-byte datagrams
+        // handed over at once reach the link 7,200 ns apart, so the queue grows by one
+        // packet per two sent (without the interface all three queue at once).
+        let cfg = LinkConfig::new(
+            parse_rate("5g").expect("rate"),
+            parse_duration("1ms").expect("delay"),
+        );
+        let mut w = Wire::new(Link::new(&cfg).expect("link"), 28).with_line_rate(10_000_000_000);
+        for _ in 0..3 {
+            assert!(w.send(0, BytesMut::zeroed(8972)).is_none());
+        }
+        let mut a = Arrivals::default();
+        a.take_all(&mut w.sent);
+        // Leaves the interface at 7,200 ns, is serialised at 5 Gbit/s (14,400 ns), then 1 ms.
+        assert_eq!(a.next_at(), Some(7_200 + 14_400 + 1_000_000));
+        assert!(a.pop_due(1_021_600).is_some());
+        assert_eq!(a.next_at(), Some(7_200 + 2 * 14_400 + 1_000_000));
+        // At 21,600 ns the third datagram (at the link from 21,600) waits behind the second.
+        assert_eq!(w.queue_bytes(21_600), 2 * 9000);
+        let mut bare = Wire::new(Link::new(&cfg).expect("link"), 28);
+        for _ in 0..3 {
+            assert!(bare.send(0, BytesMut::zeroed(8972)).is_none());
+        }
+        assert_eq!(bare.queue_bytes(0), 3 * 9000);
     }
 
     #[test]

@@ -29,6 +29,7 @@
 //!
 //! [sender]
 //! paced = false            # unpaced ACK-clocked sender (default true: quinn's pacer)
+//! line_rate = "10g"        # the sender's interface rate (default: none)
 //!
 //! [replay]
 //! runs = ["2007-cubic20-iss100-w60m"]   # ids in data/thread-runs.json
@@ -36,7 +37,7 @@
 //! crypto = "null"          # top level, before any table: "null" (default) or "real"
 //! ```
 
-use hare_link::{ByteSize, LinkConfig, TimeSpan};
+use hare_link::{BitRate, ByteSize, LinkConfig, TimeSpan};
 use serde::{Deserialize, Serialize};
 
 /// A whole scenario file.
@@ -236,11 +237,19 @@ pub struct SenderSpec {
     /// unpaced, ACK-clocked sender (hare-cc controllers only), like a kernel without fq.
     #[serde(default = "default_paced")]
     pub paced: bool,
+    /// The rate of the sender's interface (`"10g"`): a burst leaves it one datagram after
+    /// another at this rate before the path's bottleneck, as a NIC serialises it. Absent: the
+    /// datagrams reach the bottleneck at once.
+    #[serde(default)]
+    pub line_rate: Option<BitRate>,
 }
 
 impl Default for SenderSpec {
     fn default() -> Self {
-        SenderSpec { paced: true }
+        SenderSpec {
+            paced: true,
+            line_rate: None,
+        }
     }
 }
 
