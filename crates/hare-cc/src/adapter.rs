@@ -77,6 +77,7 @@ use crate::engine::{AckEvent, KernelCc, LossSignal};
 use crate::events::{CcEvent, Snapshot};
 use crate::observer::{ControllerId, Observer, Tap};
 use crate::profile::{Algorithm, Profile};
+use crate::time_base::TimeBase;
 
 /// Extra byte added to `window()` so that quinn's `>=` send test admits `cwnd` full packets.
 const SEND_TEST_SLACK: u64 = 1;
@@ -164,11 +165,8 @@ struct Frame {
 #[derive(Clone)]
 pub struct HareController {
     cc: KernelCc,
-    origin: Instant,
-    /// The last `now` converted and its value: quinn passes the same `now` to every callback
-    /// of one ACK frame or transmit burst, and `Instant` arithmetic is not free.
-    last_now: Instant,
-    last_now_us: u64,
+    /// `Instant`s as time since the origin (`build`'s `now`), and the send times.
+    time: TimeBase,
     mss: u32,
     initial_window: u64,
     frame: Frame,
@@ -221,9 +219,7 @@ impl HareController {
         let initial_window = u64::from(cc.cwnd()) * u64::from(mss) + SEND_TEST_SLACK;
         let mut this = Self {
             cc,
-            origin: now,
-            last_now: now,
-            last_now_us: 0,
+            time: TimeBase::new(now),
             mss,
             initial_window,
             frame: Frame::default(),
@@ -255,7 +251,7 @@ impl HareController {
     /// The `Instant` the controller was built at: event and snapshot times (`t_us`) are
     /// microseconds since it.
     pub fn origin(&self) -> Instant {
-        self.origin
+        self.time.origin()
     }
 
     /// The kernel model's state, with byte figures for the current segment size.
@@ -266,7 +262,7 @@ impl HareController {
         s.cwnd_bytes = self.cwnd_bytes();
         s.ssthresh = self.cc.ssthresh();
         s.ssthresh_bytes = self.ssthresh_bytes();
-        s.t_us = s.t_us.max(self.last_now_us);
+        s.t_us = s.t_us.max(self.time.last_us());
         s
     }
 
@@ -341,6 +337,7 @@ impl HareController {
 
     /// The last ACK frame is complete: publish its decisions, then apply a segment size
     /// change that waited for it.
+    #[inline]
     fn close_frame(&mut self) {
         if self.open_frame.take().is_some() && self.cc.close_ack() {
             self.after_decision(false);
@@ -360,6 +357,7 @@ impl HareController {
     }
 
     /// A segment size change held back while its ACK frame was open.
+    #[inline]
     fn apply_pending_mss(&mut self) {
         if let Some(new_mss) = self.pending_mss.take() {
             self.change_mss(new_mss);
@@ -371,7 +369,7 @@ impl HareController {
         if new_mss == self.mss {
             return;
         }
-        self.cc.on_mss_change(self.last_now_us, new_mss);
+        self.cc.on_mss_change(self.time.last_us(), new_mss);
         self.mss = new_mss;
         self.after_decision(false);
     }
@@ -393,6 +391,7 @@ impl HareController {
     }
 
     /// The per-packet part of `on_ack`.
+    #[inline]
     fn packet_acked(&mut self, now: Instant, sent: Instant, bytes: u64) {
         // `now` is converted once per frame, in on_end_acks (same `now` for the whole frame).
         let _ = now;
@@ -420,17 +419,26 @@ impl HareController {
         }
     }
 
-    /// Microseconds since the origin; also becomes the "last time seen".
+    /// Microseconds since the origin; also becomes the "last time seen" (times only move
+    /// forward for the kernel model, even if quinn's clock stutters).
     fn now_us(&mut self, now: Instant) -> u64 {
-        if now == self.last_now {
-            return self.last_now_us;
+        self.time.now_us(now)
+    }
+
+    /// The RTTs of the frame's newest and oldest packet (`ca_rtt_us`, `seq_rtt_us`) at
+    /// `now` (just converted), from the recorded send times: the oldest first, so that the
+    /// newest is found after it; one lookup when they were sent together.
+    fn frame_rtts(&mut self, now: Instant, frame: &Frame) -> (Option<u64>, Option<u64>) {
+        let (Some(newest), Some(oldest)) = (frame.newest_sent, frame.oldest_sent) else {
+            return (None, None);
+        };
+        let oldest_ns = self.time.sent_ns(oldest);
+        let seq_rtt = self.time.rtt_us(now, oldest, oldest_ns);
+        if newest == oldest {
+            return (Some(seq_rtt), Some(seq_rtt));
         }
-        let us = now.saturating_duration_since(self.origin).as_micros();
-        // Times only move forward for the kernel model, even if quinn's clock stutters.
-        let us = u64::try_from(us).unwrap_or(u64::MAX).max(self.last_now_us);
-        self.last_now = now;
-        self.last_now_us = us;
-        us
+        let newest_ns = self.time.sent_ns(newest);
+        (Some(self.time.rtt_us(now, newest, newest_ns)), Some(seq_rtt))
     }
 
     fn packets_in_flight(&self, bytes: u64) -> u32 {
@@ -453,11 +461,16 @@ impl HareController {
     }
 
     /// Forward the model's decisions to `tracing` and the observer; publish when due.
+    #[inline]
     fn after_decision(&mut self, frame_done: bool) {
         if self.tap.is_none() && !self.cc.has_events() {
             // Nothing to forward and nobody to publish to (the common case per ACK).
             return;
         }
+        self.forward_decisions(frame_done);
+    }
+
+    fn forward_decisions(&mut self, frame_done: bool) {
         let controller = self.id().map_or(0, ControllerId::get);
         let mut had_events = false;
         for event in self.cc.drain_events() {
@@ -505,6 +518,7 @@ impl Controller for HareController {
     fn on_sent(&mut self, now: Instant, bytes: u64, last_packet_number: u64) {
         self.close_frame();
         let now_us = self.now_us(now);
+        self.time.record_send(now);
         if !self.handshake.settled && self.handshake.starts_space(now, last_packet_number) {
             self.establish(now_us);
         }
@@ -557,16 +571,13 @@ impl Controller for HareController {
             self.ack_carry = total % mss;
             u32::try_from(total / mss).unwrap_or(u32::MAX)
         };
-        let rtt_of = |sent: Instant| {
-            let d = now.saturating_duration_since(sent).as_micros();
-            u64::try_from(d).unwrap_or(u64::MAX)
-        };
+        let (rtt_us, seq_rtt_us) = self.frame_rtts(now, &frame);
         self.cc.on_ack(&AckEvent {
             now_us,
             packets: frame.packets,
             acked_pkts,
-            rtt_us: frame.newest_sent.map(rtt_of),
-            seq_rtt_us: frame.oldest_sent.map(rtt_of),
+            rtt_us,
+            seq_rtt_us,
             largest_acked: largest_packet_num_acked,
             packets_in_flight: self.packets_in_flight(in_flight),
             ends_episode: frame.ends_recovery,
