@@ -77,7 +77,6 @@ use crate::engine::{AckEvent, KernelCc, LossSignal};
 use crate::events::{CcEvent, Snapshot};
 use crate::observer::{ControllerId, Observer, Tap};
 use crate::profile::{Algorithm, Profile};
-use crate::time_base::TimeBase;
 
 /// Extra byte added to `window()` so that quinn's `>=` send test admits `cwnd` full packets.
 const SEND_TEST_SLACK: u64 = 1;
@@ -165,8 +164,11 @@ struct Frame {
 #[derive(Clone)]
 pub struct HareController {
     cc: KernelCc,
-    /// `Instant`s as time since the origin (`build`'s `now`), and the send times.
-    time: TimeBase,
+    origin: Instant,
+    /// The last `now` converted and its value: quinn passes the same `now` to every callback
+    /// of one ACK frame or transmit burst, and `Instant` arithmetic is not free.
+    last_now: Instant,
+    last_now_us: u64,
     mss: u32,
     initial_window: u64,
     frame: Frame,
@@ -219,7 +221,9 @@ impl HareController {
         let initial_window = u64::from(cc.cwnd()) * u64::from(mss) + SEND_TEST_SLACK;
         let mut this = Self {
             cc,
-            time: TimeBase::new(now),
+            origin: now,
+            last_now: now,
+            last_now_us: 0,
             mss,
             initial_window,
             frame: Frame::default(),
@@ -251,7 +255,7 @@ impl HareController {
     /// The `Instant` the controller was built at: event and snapshot times (`t_us`) are
     /// microseconds since it.
     pub fn origin(&self) -> Instant {
-        self.time.origin()
+        self.origin
     }
 
     /// The kernel model's state, with byte figures for the current segment size.
@@ -262,7 +266,7 @@ impl HareController {
         s.cwnd_bytes = self.cwnd_bytes();
         s.ssthresh = self.cc.ssthresh();
         s.ssthresh_bytes = self.ssthresh_bytes();
-        s.t_us = s.t_us.max(self.time.last_us());
+        s.t_us = s.t_us.max(self.last_now_us);
         s
     }
 
@@ -369,7 +373,7 @@ impl HareController {
         if new_mss == self.mss {
             return;
         }
-        self.cc.on_mss_change(self.time.last_us(), new_mss);
+        self.cc.on_mss_change(self.last_now_us, new_mss);
         self.mss = new_mss;
         self.after_decision(false);
     }
@@ -391,7 +395,7 @@ impl HareController {
     }
 
     /// The per-packet part of `on_ack`.
-    #[inline]
+    #[inline(always)]
     fn packet_acked(&mut self, now: Instant, sent: Instant, bytes: u64) {
         // `now` is converted once per frame, in on_end_acks (same `now` for the whole frame).
         let _ = now;
@@ -419,26 +423,31 @@ impl HareController {
         }
     }
 
-    /// Microseconds since the origin; also becomes the "last time seen" (times only move
-    /// forward for the kernel model, even if quinn's clock stutters).
+    /// Microseconds since the origin; also becomes the "last time seen".
     fn now_us(&mut self, now: Instant) -> u64 {
-        self.time.now_us(now)
+        if now == self.last_now {
+            return self.last_now_us;
+        }
+        let us = micros(now.saturating_duration_since(self.origin));
+        // Times only move forward for the kernel model, even if quinn's clock stutters.
+        let us = us.max(self.last_now_us);
+        self.last_now = now;
+        self.last_now_us = us;
+        us
     }
 
     /// The RTTs of the frame's newest and oldest packet (`ca_rtt_us`, `seq_rtt_us`) at
-    /// `now` (just converted), from the recorded send times: the oldest first, so that the
-    /// newest is found after it; one lookup when they were sent together.
-    fn frame_rtts(&mut self, now: Instant, frame: &Frame) -> (Option<u64>, Option<u64>) {
-        let (Some(newest), Some(oldest)) = (frame.newest_sent, frame.oldest_sent) else {
-            return (None, None);
-        };
-        let oldest_ns = self.time.sent_ns(oldest);
-        let seq_rtt = self.time.rtt_us(now, oldest, oldest_ns);
-        if newest == oldest {
-            return (Some(seq_rtt), Some(seq_rtt));
+    /// `now`. One `Instant` subtraction (about a hundred instructions) when they were sent
+    /// together: a frame acknowledging packets of one transmit batch, the common case.
+    fn frame_rtts(now: Instant, frame: &Frame) -> (Option<u64>, Option<u64>) {
+        let rtt_of = |sent: Instant| micros(now.saturating_duration_since(sent));
+        match (frame.newest_sent, frame.oldest_sent) {
+            (Some(newest), Some(oldest)) if newest == oldest => {
+                let rtt = rtt_of(newest);
+                (Some(rtt), Some(rtt))
+            }
+            (newest, oldest) => (newest.map(rtt_of), oldest.map(rtt_of)),
         }
-        let newest_ns = self.time.sent_ns(newest);
-        (Some(self.time.rtt_us(now, newest, newest_ns)), Some(seq_rtt))
     }
 
     fn packets_in_flight(&self, bytes: u64) -> u32 {
@@ -507,6 +516,15 @@ impl Drop for HareController {
     }
 }
 
+/// `d` in whole microseconds (`Duration::as_micros`), `u64::MAX` beyond it; in u64
+/// arithmetic, without `as_micros`' u128.
+fn micros(d: std::time::Duration) -> u64 {
+    d.as_secs()
+        .checked_mul(1_000_000)
+        .and_then(|us| us.checked_add(u64::from(d.subsec_micros())))
+        .unwrap_or(u64::MAX)
+}
+
 /// Forward one kernel-model decision to `tracing` (target `hare_cc`, debug level: one line
 /// per decision is too much for `info` inside an application) with the controller id. The
 /// kernel model itself logs each decision at trace level without the id.
@@ -518,7 +536,6 @@ impl Controller for HareController {
     fn on_sent(&mut self, now: Instant, bytes: u64, last_packet_number: u64) {
         self.close_frame();
         let now_us = self.now_us(now);
-        self.time.record_send(now);
         if !self.handshake.settled && self.handshake.starts_space(now, last_packet_number) {
             self.establish(now_us);
         }
@@ -571,7 +588,7 @@ impl Controller for HareController {
             self.ack_carry = total % mss;
             u32::try_from(total / mss).unwrap_or(u32::MAX)
         };
-        let (rtt_us, seq_rtt_us) = self.frame_rtts(now, &frame);
+        let (rtt_us, seq_rtt_us) = Self::frame_rtts(now, &frame);
         self.cc.on_ack(&AckEvent {
             now_us,
             packets: frame.packets,
@@ -682,6 +699,22 @@ mod tests {
         let spec: CcSpec = spec.parse().expect("valid spec");
         let factory = spec.hare_factory().expect("a hare controller");
         factory.build_controller(now, 1000)
+    }
+
+    #[test]
+    fn micros_is_as_micros_saturated_to_u64() {
+        use std::time::Duration;
+        for d in [
+            Duration::ZERO,
+            Duration::from_nanos(999),
+            Duration::from_nanos(1_000_999),
+            Duration::new(1, 999_999_999),
+            Duration::new(u64::MAX / 1_000_000, 999_999_999),
+            Duration::new(u64::MAX / 1_000_000 + 1, 0),
+            Duration::MAX,
+        ] {
+            assert_eq!(micros(d), u64::try_from(d.as_micros()).unwrap_or(u64::MAX), "{d:?}");
+        }
     }
 
     #[test]

@@ -98,6 +98,7 @@ impl KernelCc {
     }
 
     /// The part of `tcp_ack()` after `tcp_clean_rtx_queue`, in the era's order.
+    #[inline(always)]
     fn ack_after_pkts_acked(
         &mut self,
         ack: &AckEvent,

@@ -173,7 +173,6 @@ pub mod profile_kinds;
 #[cfg(feature = "testing")]
 pub mod script;
 pub mod spec;
-mod time_base;
 mod view;
 
 pub use adapter::HareController;
