@@ -73,3 +73,56 @@ pub(crate) struct BeforeGrowth {
     /// Events recorded before the growth step (those after it may be replaced).
     pub(crate) events: usize,
 }
+
+/// The last ACK's [`BeforeGrowth`] while a loss of the same frame may still amend that ACK.
+///
+/// One slot, written field by field on every ACK: a fresh `Option<BeforeGrowth>` built per
+/// ACK went through a stack temporary and a `memcpy` call of the whole struct.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PendingGrowth {
+    open: bool,
+    saved: BeforeGrowth,
+}
+
+impl PendingGrowth {
+    /// No ACK pending; `tp` and `module` only fill the slot.
+    pub(crate) fn new(tp: TcpSock, module: CcModule) -> Self {
+        PendingGrowth {
+            open: false,
+            saved: BeforeGrowth {
+                ack: AckEvent::default(),
+                now_j: 0,
+                prior_in_flight: 0,
+                tp,
+                module,
+                ss_exited: false,
+                exit: (None, None, None),
+                guards: 0,
+                events: 0,
+            },
+        }
+    }
+
+    /// The pending ACK is complete: nothing can amend it any more.
+    #[inline]
+    pub(crate) fn close(&mut self) {
+        self.open = false;
+    }
+
+    /// Open the slot for a new ACK and give its state to fill in (every field).
+    #[inline]
+    pub(crate) fn open(&mut self) -> &mut BeforeGrowth {
+        self.open = true;
+        &mut self.saved
+    }
+
+    /// The pending ACK's saved state, closing the slot.
+    pub(crate) fn take(&mut self) -> Option<BeforeGrowth> {
+        std::mem::replace(&mut self.open, false).then_some(self.saved)
+    }
+
+    /// Events recorded before the pending ACK's growth step (`None` without one).
+    pub(crate) fn events_mut(&mut self) -> Option<&mut usize> {
+        self.open.then_some(&mut self.saved.events)
+    }
+}

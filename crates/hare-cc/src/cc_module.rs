@@ -81,7 +81,7 @@ impl CongestionOps for CcModule {
     fn ssthresh(&mut self, ctx: &mut OpsCtx<'_>) -> u32 {
         each_module!(self, m => m.ssthresh(ctx))
     }
-    #[inline]
+    #[inline(always)]
     fn cong_avoid(&mut self, ctx: &mut OpsCtx<'_>, args: &CongAvoidArgs) {
         each_module!(self, m => m.cong_avoid(ctx, args))
     }
@@ -93,7 +93,7 @@ impl CongestionOps for CcModule {
     fn cwnd_event(&mut self, ctx: &mut OpsCtx<'_>, event: CaEvent) {
         each_module!(self, m => m.cwnd_event(ctx, event))
     }
-    #[inline]
+    #[inline(always)]
     fn pkts_acked(&mut self, ctx: &mut OpsCtx<'_>, sample: &AckSample) {
         each_module!(self, m => m.pkts_acked(ctx, sample))
     }

@@ -35,16 +35,19 @@ impl KernelClock {
     }
 
     /// `HZ`.
+    #[inline]
     pub fn hz(&self) -> u32 {
         self.hz
     }
 
     /// `INITIAL_JIFFIES` for this HZ: `(u32)(-300 * HZ)`.
+    #[inline]
     pub fn initial_jiffies(&self) -> u32 {
         0u32.wrapping_sub(300u32.wrapping_mul(self.hz))
     }
 
     /// Ticks since boot at `now_us` (controller time).
+    #[inline]
     fn ticks(&self, now_us: u64) -> u64 {
         let since_boot = self.uptime_us.saturating_add(now_us);
         match since_boot.checked_mul(u64::from(self.hz)) {
@@ -57,6 +60,7 @@ impl KernelClock {
     }
 
     /// `(u32)jiffies` (`tcp_time_stamp` / `tcp_jiffies32`) at `now_us`.
+    #[inline]
     pub fn jiffies(&self, now_us: u64) -> u32 {
         self.initial_jiffies()
             .wrapping_add(self.ticks(now_us) as u32)

@@ -7,10 +7,10 @@
 //! Loss, held until the episode's `high_seq` is acknowledged. See `docs/KERNEL-NOTES.md`,
 //! "One ACK".
 
-use crate::ack::{AckEvent, BeforeGrowth, LossSignal};
+use crate::ack::{AckEvent, LossSignal};
 use crate::engine::KernelCc;
 use crate::events::{CcEvent, ExitReason, TRACE_TARGET};
-use crate::ops::{AckSample, CongAvoidArgs, CongestionOps};
+use crate::ops::{AckSample, CongAvoidArgs, CongestionOps, HookOut};
 use crate::profile::AckOrder;
 use crate::tcp_sock::CaState;
 
@@ -22,7 +22,7 @@ impl KernelCc {
     /// in Recovery/CWR (`alert-first`, 4.x+).
     pub fn on_ack(&mut self, ack: &AckEvent) {
         self.t_us = ack.now_us;
-        self.before_growth = None;
+        self.before_growth.close();
         let now_j = self.clock.jiffies(ack.now_us);
         if let Some(largest) = ack.largest_acked {
             let una = largest.saturating_add(1);
@@ -53,17 +53,16 @@ impl KernelCc {
 
         self.pkts_acked(ack, now_j);
 
-        self.before_growth = Some(BeforeGrowth {
-            ack: *ack,
-            now_j,
-            prior_in_flight,
-            tp: self.tp,
-            module: self.module,
-            ss_exited: self.ss_exited,
-            exit: (self.exit_reason, self.exit_cwnd, self.exit_t_us),
-            guards: self.guards,
-            events: self.events.len(),
-        });
+        let b = self.before_growth.open();
+        b.ack = *ack;
+        b.now_j = now_j;
+        b.prior_in_flight = prior_in_flight;
+        b.tp = self.tp;
+        b.module = self.module;
+        b.ss_exited = self.ss_exited;
+        b.exit = (self.exit_reason, self.exit_cwnd, self.exit_t_us);
+        b.guards = self.guards;
+        b.events = self.events.len();
         self.ack_after_pkts_acked(ack, ack.loss, now_j, prior_in_flight);
     }
 
@@ -99,6 +98,7 @@ impl KernelCc {
     }
 
     /// The part of `tcp_ack()` after `tcp_clean_rtx_queue`, in the era's order.
+    #[inline(always)]
     fn ack_after_pkts_acked(
         &mut self,
         ack: &AckEvent,
@@ -160,23 +160,31 @@ impl KernelCc {
 
     /// `ca_ops->pkts_acked()` with the ACK's packet count: the kernel's count is packets
     /// (`tcp_skb_pcount` >= 1 each), so an ACK of less than a segment of bytes counts one.
+    #[inline(always)]
     pub(crate) fn pkts_acked(&mut self, ack: &AckEvent, now_j: u32) {
         let sample = AckSample {
             pkts: ack.acked_pkts.max(1),
             rtt_us: ack.rtt_us,
         };
-        self.run_hook_at(ack.now_us, now_j, |m, ctx| m.pkts_acked(ctx, &sample));
+        let mut out = HookOut::default();
+        let (module, mut ctx) = self.hook_parts(ack.now_us, now_j, &mut out);
+        module.pkts_acked(&mut ctx, &sample);
+        self.hook_done(out);
     }
 
     /// `ca_ops->cong_avoid()` (`tcp_cong_avoid()`), with `prior_in_flight` for the era's
     /// cwnd-limited test.
+    #[inline(always)]
     pub(crate) fn cong_avoid(&mut self, ack: &AckEvent, now_j: u32, prior_in_flight: u32) {
         let args = CongAvoidArgs {
             in_flight: prior_in_flight,
             acked: ack.acked_pkts,
             rtt_us: ack.rtt_us,
         };
-        self.run_hook_at(ack.now_us, now_j, |m, ctx| m.cong_avoid(ctx, &args));
+        let mut out = HookOut::default();
+        let (module, mut ctx) = self.hook_parts(ack.now_us, now_j, &mut out);
+        module.cong_avoid(&mut ctx, &args);
+        self.hook_done(out);
     }
 
     fn loss_reaction(&mut self, now_us: u64, loss: LossSignal) {
@@ -213,7 +221,7 @@ impl KernelCc {
     /// enters Recovery only from Open/Disorder; CWR only below CWR).
     pub fn on_congestion(&mut self, now_us: u64, ecn: bool) {
         // A hook outside the last ACK: that ACK is complete.
-        self.before_growth = None;
+        self.before_growth.close();
         self.t_us = now_us;
         if self.tp.ca_state != CaState::Open {
             return;
@@ -255,7 +263,7 @@ impl KernelCc {
     /// Recovery and Loss return to Open.
     pub fn on_recovery_end(&mut self, now_us: u64) {
         // A hook outside the last ACK: that ACK is complete.
-        self.before_growth = None;
+        self.before_growth.close();
         self.t_us = now_us;
         self.end_episode(now_us);
     }
@@ -267,7 +275,7 @@ impl KernelCc {
     /// meanwhile; in Loss neither CUBIC (to 2.6.39) nor BIC update `delayed_ack`.
     pub fn on_rto(&mut self, now_us: u64) {
         // A hook outside the last ACK: that ACK is complete.
-        self.before_growth = None;
+        self.before_growth.close();
         self.t_us = now_us;
         let from = self.tp.snd_cwnd;
         let in_ss = self.in_slow_start();

@@ -18,7 +18,7 @@
 //! kernel's CWR state is folded into Recovery), no SACK/reordering states, no RFC 2861
 //! idle/app-limited decay.
 
-use crate::ack::BeforeGrowth;
+use crate::ack::PendingGrowth;
 pub use crate::ack::{AckEvent, LossSignal};
 use crate::bic::Bic;
 pub use crate::cc_module::CcModule;
@@ -52,7 +52,7 @@ pub struct KernelCc {
     pub(crate) rto_resets: u32,
     pub(crate) guards: u32,
     /// The last ACK's state before its growth step (see [`KernelCc::amend_last_ack`]).
-    pub(crate) before_growth: Option<BeforeGrowth>,
+    pub(crate) before_growth: PendingGrowth,
 }
 
 impl KernelCc {
@@ -78,7 +78,7 @@ impl KernelCc {
             reductions: 0,
             rto_resets: 0,
             guards: 0,
-            before_growth: None,
+            before_growth: PendingGrowth::new(tp, module),
             profile: p,
         };
         cc.run_hook(0, |m, ctx| m.init(ctx));
@@ -109,7 +109,7 @@ impl KernelCc {
         (self.exit_reason, self.exit_cwnd, self.exit_t_us) = (None, None, None);
         self.reductions = 0;
         self.rto_resets = 0;
-        self.before_growth = None;
+        self.before_growth.close();
         self.run_hook(now_us, |m, ctx| m.init(ctx));
     }
 
@@ -125,8 +125,9 @@ impl KernelCc {
         self.run_hook_at(now_us, now_j, hook)
     }
 
-    /// [`KernelCc::run_hook`] with the jiffies already computed.
-    #[inline]
+    /// [`KernelCc::run_hook`] with the jiffies already computed. Always inlined: on the
+    /// per-ACK path the context then lives in registers and the hook's report costs one test.
+    #[inline(always)]
     pub(crate) fn run_hook_at<R>(
         &mut self,
         now_us: u64,
@@ -134,22 +135,43 @@ impl KernelCc {
         hook: impl FnOnce(&mut CcModule, &mut OpsCtx<'_>) -> R,
     ) -> R {
         let mut out = HookOut::default();
-        let mut ctx = OpsCtx {
+        let (module, mut ctx) = self.hook_parts(now_us, now_j, &mut out);
+        let r = hook(module, &mut ctx);
+        self.hook_done(out);
+        r
+    }
+
+    /// The module and the context of one hook call, reporting into `out`; the per-ACK
+    /// hooks (`pkts_acked`, `cong_avoid`) call the module with them directly, so that no
+    /// closure stands between the driver and the module's code.
+    #[inline(always)]
+    pub(crate) fn hook_parts<'a>(
+        &'a mut self,
+        now_us: u64,
+        now_j: u32,
+        out: &'a mut HookOut,
+    ) -> (&'a mut CcModule, OpsCtx<'a>) {
+        let ctx = OpsCtx {
             tp: &mut self.tp,
             profile: &self.profile,
             clock: &self.clock,
             paced: self.paced,
             now_us,
             now_j,
-            out: &mut out,
+            out,
         };
-        let r = hook(&mut self.module, &mut ctx);
+        (&mut self.module, ctx)
+    }
+
+    /// Report what a hook decided (see [`KernelCc::hook_parts`]).
+    #[inline(always)]
+    pub(crate) fn hook_done(&mut self, out: HookOut) {
         if !out.is_empty() {
             self.absorb(out);
         }
-        r
     }
 
+    #[cold]
     fn absorb(&mut self, out: HookOut) {
         self.guards = self.guards.saturating_add(out.guards);
         if let Some(change) = out.css {
@@ -166,7 +188,7 @@ impl KernelCc {
     /// (last sent + 1), `packets_out` the packets in flight after sending.
     pub fn on_sent(&mut self, now_us: u64, snd_nxt: u64, packets_out: u32) {
         // A hook outside the last ACK: that ACK is complete.
-        self.before_growth = None;
+        self.before_growth.close();
         self.t_us = now_us;
         let now_j = self.clock.jiffies(now_us);
         // tcp_event_data_sent(): CA_EVENT_TX_START when nothing was in flight.
@@ -204,7 +226,7 @@ impl KernelCc {
     /// `tcp_sync_mss()` after a black-hole/ICMP event: cwnd stays in segments.
     pub fn on_mss_change(&mut self, now_us: u64, new_mss: u32) {
         // A hook outside the last ACK: that ACK is complete.
-        self.before_growth = None;
+        self.before_growth.close();
         self.t_us = now_us;
         if new_mss == 0 || new_mss == self.tp.mss {
             return;
@@ -221,12 +243,14 @@ impl KernelCc {
         self.tp.mss = new_mss;
     }
 
+    #[inline]
     pub(crate) fn in_slow_start(&self) -> bool {
         self.tp.in_slow_start(self.profile.ss_compare)
     }
 
     /// Slow start ended by reaching a preset ssthresh (or one set by HyStart / HyStart++,
     /// already reported).
+    #[inline]
     pub(crate) fn check_ssthresh_reached(&mut self) {
         if self.ss_exited || self.tp.ca_state == CaState::Recovery || self.in_slow_start() {
             return;

@@ -105,7 +105,7 @@ impl KernelCc {
             }
             self.module = *m;
         }
-        self.before_growth = None;
+        self.before_growth.close();
         let tp = &mut self.tp;
         tp.snd_cwnd = s.cwnd.min(tp.snd_cwnd_clamp);
         tp.snd_ssthresh = s.ssthresh.unwrap_or(TCP_INFINITE_SSTHRESH);
@@ -121,7 +121,7 @@ impl KernelCc {
     /// `delay_min` and HyStart), with `ack.acked_pkts` packets (at least 1) and `ack.rtt_us`.
     pub fn hook_pkts_acked(&mut self, ack: &AckEvent) {
         self.t_us = ack.now_us;
-        self.before_growth = None;
+        self.before_growth.close();
         let now_j = self.clock.jiffies(ack.now_us);
         self.pkts_acked(ack, now_j);
     }
@@ -132,7 +132,7 @@ impl KernelCc {
     /// sample here from `ack.rtt_us`.
     pub fn hook_cong_avoid(&mut self, ack: &AckEvent) {
         self.t_us = ack.now_us;
-        self.before_growth = None;
+        self.before_growth.close();
         let now_j = self.clock.jiffies(ack.now_us);
         let prior_in_flight = ack.prior_in_flight();
         self.cong_avoid(ack, now_j, prior_in_flight);
@@ -141,7 +141,7 @@ impl KernelCc {
     /// The algorithm's `ssthresh` op (it also ends the epoch and records `last_max_cwnd` /
     /// `loss_cwnd`, as the kernel's does); cwnd and `snd_ssthresh` are not changed.
     pub fn hook_ssthresh(&mut self) -> u32 {
-        self.before_growth = None;
+        self.before_growth.close();
         self.alg_ssthresh()
     }
 
@@ -149,7 +149,7 @@ impl KernelCc {
     /// `bictcp_reset`, HyStart reset), then the new state, without the rest of
     /// `tcp_enter_loss`.
     pub fn hook_set_state(&mut self, now_us: u64, state: CaState) {
-        self.before_growth = None;
+        self.before_growth.close();
         self.t_us = now_us;
         self.run_hook(now_us, |m, ctx| m.set_state(ctx, state));
         self.tp.ca_state = state;

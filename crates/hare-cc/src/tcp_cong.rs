@@ -95,6 +95,7 @@ pub fn slow_start(tp: &mut TcpSock, p: &Profile, limited: bool, acked: u32) -> (
 
 /// Pre-2015 additive increase (`tcp_cong_avoid_ai(tp, w)` of 2.6.30, inline before): one call
 /// per ACK, +1 after `w + 1` calls.
+#[inline]
 pub fn cong_avoid_ai_per_ack(tp: &mut TcpSock, w: u32) {
     if tp.snd_cwnd_cnt >= w {
         if tp.snd_cwnd < tp.snd_cwnd_clamp {
@@ -109,6 +110,7 @@ pub fn cong_avoid_ai_per_ack(tp: &mut TcpSock, w: u32) {
 }
 
 /// 2015+ `tcp_cong_avoid_ai(tp, w, acked)` (e73ebb0881ea): +1 per `w` packets ACKed.
+#[inline]
 pub fn cong_avoid_ai_acked(tp: &mut TcpSock, w: u32, acked: u32) {
     // w >= 1 always here (cnt is floored at 1 or 2, Reno passes cwnd >= 1); guard anyway.
     let w = w.max(1);
@@ -127,6 +129,7 @@ pub fn cong_avoid_ai_acked(tp: &mut TcpSock, w: u32, acked: u32) {
 }
 
 /// `tcp_cong_avoid_ai()` of the era: per ACK before 2015, per packet after.
+#[inline]
 pub fn cong_avoid_ai(tp: &mut TcpSock, p: &Profile, w: u32, acked: u32) {
     match p.ai_step {
         AiStep::PerAck => cong_avoid_ai_per_ack(tp, w),
@@ -136,6 +139,7 @@ pub fn cong_avoid_ai(tp: &mut TcpSock, p: &Profile, w: u32, acked: u32) {
 
 /// `tcp_is_cwnd_limited()` of the era. `in_flight` is `tcp_ack()`'s `prior_in_flight`
 /// (packets in flight before this ACK), read by the rules before 3.16.
+#[inline]
 pub fn is_cwnd_limited(tp: &TcpSock, p: &Profile, in_flight: u32) -> bool {
     let cwnd = tp.snd_cwnd;
     match p.cwnd_limited {

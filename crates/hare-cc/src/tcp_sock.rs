@@ -102,6 +102,7 @@ impl TcpSock {
     }
 
     /// The slow-start test of the era: `cwnd <= ssthresh` (to 4.2) or `cwnd < ssthresh`.
+    #[inline]
     pub fn in_slow_start(&self, cmp: SsCompare) -> bool {
         match cmp {
             SsCompare::Le => self.snd_cwnd <= self.snd_ssthresh,
@@ -111,6 +112,7 @@ impl TcpSock {
 
     /// `tcp_current_ssthresh()`: in Recovery/CWR the ssthresh, else
     /// `max(ssthresh, 3/4 cwnd)`.
+    #[inline]
     pub fn current_ssthresh(&self) -> u32 {
         if self.ca_state == CaState::Recovery {
             self.snd_ssthresh
@@ -122,6 +124,7 @@ impl TcpSock {
 
     /// `tcp_cwnd_validate()` bookkeeping after a send: `now_limited` is
     /// `packets_in_flight >= cwnd` after the send.
+    #[inline]
     pub fn cwnd_validate(&mut self, rule: CwndLimitedRule, now_limited: bool) {
         let window_done = self.snd_una >= self.cwnd_usage_seq;
         let update = match rule {
@@ -143,6 +146,7 @@ impl TcpSock {
     }
 
     /// `tcp_rtt_estimator()`'s smoothed RTT (`srtt = 7/8 srtt + 1/8 m`, in us << 3).
+    #[inline]
     pub fn rtt_estimator(&mut self, rtt_us: u64) {
         let m = rtt_us.min(u64::from(u32::MAX >> 4)) as i64;
         let srtt = i64::from(self.srtt_us);
@@ -156,6 +160,7 @@ impl TcpSock {
 
     /// `tcp_update_pacing_rate()` (run at the end of every ACK): records its inputs; the
     /// rate is [`TcpSock::pacing_rate`].
+    #[inline]
     pub fn update_pacing_rate(&mut self, ss_ratio: u32, ca_ratio: u32) {
         let ratio = if self.snd_cwnd < self.snd_ssthresh / 2 {
             ss_ratio

@@ -80,8 +80,8 @@ impl KernelCc {
     /// step while [`KernelCc::amend_last_ack`] may still replace them (until
     /// [`KernelCc::close_ack`]).
     pub fn drain_events(&mut self) -> std::vec::Drain<'_, CcEvent> {
-        let end = match &mut self.before_growth {
-            Some(b) => std::mem::take(&mut b.events),
+        let end = match self.before_growth.events_mut() {
+            Some(events) => std::mem::take(events),
             None => self.events.len(),
         };
         self.events.drain(..end)
@@ -91,7 +91,7 @@ impl KernelCc {
     /// final and [`KernelCc::amend_last_ack`] no longer rewinds it. Returns whether events
     /// are waiting.
     pub fn close_ack(&mut self) -> bool {
-        self.before_growth = None;
+        self.before_growth.close();
         !self.events.is_empty()
     }
 

@@ -23,6 +23,7 @@ pub struct DelayRules {
 
 /// True while samples are discarded "right after fast recovery": less than 1 s (HZ jiffies)
 /// after `epoch_start`.
+#[inline]
 pub fn in_blackout(epoch_start: u32, rules: &DelayRules, clock: &KernelClock, now_j: u32) -> bool {
     let recent = (now_j.wrapping_sub(epoch_start) as i32) < clock.hz() as i32;
     match rules.blackout {
@@ -33,6 +34,7 @@ pub fn in_blackout(epoch_start: u32, rules: &DelayRules, clock: &KernelClock, no
 
 /// One RTT sample (`now - sent` of the newest acknowledged packet) as the era's delay value,
 /// `None` when the era would not produce a sample. Does not apply the blackout.
+#[inline]
 pub fn delay_of(rules: &DelayRules, clock: &KernelClock, now_us: u64, rtt_us: u64) -> Option<u32> {
     // The kernel passes rtt_us as an s32: larger values are negative, i.e. no sample.
     if rtt_us > i32::MAX as u64 {

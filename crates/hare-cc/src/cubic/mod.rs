@@ -174,6 +174,7 @@ impl CongestionOps for Cubic {
         self.recalc_ssthresh(ctx.tp.snd_cwnd, ctx.profile)
     }
 
+    #[inline]
     fn cong_avoid(&mut self, ctx: &mut OpsCtx<'_>, args: &CongAvoidArgs) {
         // 2.6.20 - 2.6.22: `measure_delay(sk)` first, before the cwnd-limited test.
         self.ss.measure_delay(ctx, self.epoch_start, args.rtt_us);
@@ -227,6 +228,7 @@ impl CongestionOps for Cubic {
         }
     }
 
+    #[inline]
     fn pkts_acked(&mut self, ctx: &mut OpsCtx<'_>, sample: &AckSample) {
         let p = ctx.profile;
         if ctx.tp.ca_state == CaState::Open && p.delayed_ack != DelayedAck::Off {

@@ -68,6 +68,7 @@ impl CubicSlowStart {
 
     /// The delay part of `pkts_acked` (`bictcp_acked()`), after the module's `delayed_ack`:
     /// HyStart++'s per-ACK bookkeeping in slow start, then (2.6.29+) the delay sample.
+    #[inline]
     pub(crate) fn pkts_acked(
         &mut self,
         ctx: &mut OpsCtx<'_>,
@@ -88,6 +89,7 @@ impl CubicSlowStart {
 
     /// 2.6.20 - 2.6.22 `measure_delay()`, called first in `bictcp_cong_avoid()` (before the
     /// cwnd-limited test) with the echoed timestamp's RTT.
+    #[inline]
     pub(crate) fn measure_delay(
         &mut self,
         ctx: &mut OpsCtx<'_>,
@@ -103,6 +105,7 @@ impl CubicSlowStart {
     }
 
     /// Blackout, `delay_min`, then HyStart.
+    #[inline]
     fn delay_sample(&mut self, ctx: &mut OpsCtx<'_>, epoch_start: u32, rtt_us: u64) {
         let Some(delay) = delay_of(&self.rules, ctx.clock, ctx.now_us, rtt_us) else {
             return;
@@ -115,17 +118,22 @@ impl CubicSlowStart {
         if self.delay_min == 0 || self.delay_min > delay {
             self.delay_min = delay;
         }
-        if self.kind == SlowStartKind::HyStart {
+        // `if (!ca->found && tcp_in_slow_start(tp) && hystart) hystart_update(sk, delay)`
+        // (the 2.6.29 - 5.15 low-window gate is in hystart_update() below, as hare puts
+        // every era's round and window gates there).
+        if self.kind == SlowStartKind::HyStart
+            && self.hystart.found == 0
+            && ctx.tp.in_slow_start(ctx.profile.ss_compare)
+        {
             self.hystart_update(ctx, delay);
         }
     }
 
-    /// `hystart_update()` with the gates and round resets of the era.
+    /// `hystart_update()` in slow start before an exit was found, with the low-window gate
+    /// and round resets of the era.
+    #[inline(never)]
     fn hystart_update(&mut self, ctx: &mut OpsCtx<'_>, delay: u32) {
         let p = ctx.profile;
-        if self.hystart.found != 0 || !ctx.tp.in_slow_start(p.ss_compare) {
-            return;
-        }
         let cwnd = ctx.tp.snd_cwnd;
         let low = p.hystart_low_window;
         let now = hystart_clock(p, ctx.clock, ctx.now_us);

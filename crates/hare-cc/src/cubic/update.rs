@@ -93,6 +93,7 @@ impl Cubic {
     }
 
     /// `bictcp_update(ca, cwnd, acked)` of the era (`acked` = 1 per ACK in the old eras).
+    #[inline]
     pub(crate) fn update(&mut self, u: &CubicUpdate<'_>) {
         let p = u.profile;
         let cwnd = u.cwnd;
@@ -160,6 +161,8 @@ impl Cubic {
         }
     }
 
+    // Out of line: runs once per cwnd change (or HZ/32), not on every ACK.
+    #[inline(never)]
     fn recompute_cnt(&mut self, u: &CubicUpdate<'_>) {
         let p = u.profile;
         let cwnd = u.cwnd;
