@@ -27,6 +27,7 @@ use crate::report::{OutputOptions, Printer, RunLog};
 use crate::stop::Stop;
 use crate::trust::Trust;
 
+mod bar;
 mod connect;
 mod control;
 mod finish;
@@ -323,7 +324,7 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
     let mut st = run_loop::run(&mut rec, &mut inputs, &cx, lines).await;
     inputs.tasks.abort_all();
     if let Some(b) = bar {
-        b.abort();
+        b.end();
     }
     let cx = iperf_context(&opener, endpoint.as_ref(), addr, &job, streams, &cpu);
     rec.log.set_iperf(cx);
@@ -406,7 +407,7 @@ struct Started {
     shared: DataShared,
     stop_flag: Arc<AtomicBool>,
     tasks: DataTasks,
-    bar: Option<tokio::task::JoinHandle<()>>,
+    bar: Option<bar::OverallBar>,
 }
 
 /// Start the control reader and writer and the job's data tasks (bulk streams, or the files

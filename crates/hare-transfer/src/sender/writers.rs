@@ -9,6 +9,7 @@ use bytes::Bytes;
 use indicatif::ProgressBar;
 use tokio::sync::{mpsc, oneshot};
 
+use super::bar::FileBar;
 use super::opener::Opener;
 use super::retry::{ask, confirmed, gave_up, is_change, Retry};
 use super::FileReport;
@@ -289,8 +290,9 @@ async fn tell_abandoned(ctl: &mpsc::Sender<ToReceiver>, index: u32, reason: &str
     let _ = ctl.send(m).await;
 }
 
-/// Send one file (see [`send_file`]). A file that fails takes what it will not send off the
-/// overall bar's total, so that the bar and its ETA count only what is still to come.
+/// Send one file (see [`send_file`]), then settle it on the overall bar: a file that failed
+/// counts as settled there too, and takes what it will not send off the bar's total, so
+/// that the bar and its ETA count only what is still to come and the bar ends complete.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn file_task(
     opener: Opener,
@@ -300,7 +302,7 @@ pub(super) async fn file_task(
     ctl: mpsc::Sender<ToReceiver>,
     result: oneshot::Receiver<(bool, Option<String>)>,
     pacer: Option<Arc<Pacer>>,
-    bar: Option<ProgressBar>,
+    bar: Option<FileBar>,
     permit: tokio::sync::OwnedSemaphorePermit,
     retry: Retry,
 ) -> FileReport {
@@ -309,11 +311,11 @@ pub(super) async fn file_task(
         index,
         ctl,
         pacer,
-        bar: bar.clone(),
+        bar: bar.as_ref().map(|b| b.bytes().clone()),
     };
     let report = send_file(io, src, plan, result, permit, retry).await;
-    if let (false, Some(b)) = (report.ok, &bar) {
-        b.set_length(b.position());
+    if let Some(b) = &bar {
+        b.settle(report.ok);
     }
     report
 }
