@@ -31,6 +31,7 @@ mod bar;
 mod connect;
 mod control;
 mod finish;
+mod gone;
 mod handshake;
 mod header;
 mod liveness;
@@ -49,6 +50,7 @@ mod writers;
 use connect::{connect, Connected};
 use control::{spawn_reader, spawn_writer, verdict_channels, Ctl};
 use finish::{add_refused, close_connection, file_reports, iperf_context, link_reports, summarise};
+use gone::Words;
 use handshake::{hello, Welcome};
 use header::{announce, run_header, Negotiated};
 use opener::Opener;
@@ -316,6 +318,7 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         bulk: matches!(job, Job::Bulk { .. }),
         stop_flag: &stop_flag,
         liveness: opts.liveness,
+        words: Words::for_sender(matches!(opener, Opener::Tcp { .. })),
     };
     let lines = match &opener {
         Opener::Quic(_) => SenderLines::remote(),
@@ -429,9 +432,15 @@ fn start_job(j: StartJob<'_>) -> Started {
     let (ctl_tx, ctl_rx) = mpsc::channel::<Ctl>(256);
     let (verdict_txs, verdict_rxs) = verdict_channels(sources.len());
     let restarts = retry::Restarts::default();
-    spawn_reader(ctl_r, ctl_tx.clone(), verdict_txs, restarts.clone());
+    let words = Words::for_sender(matches!(opener, Opener::Tcp { .. }));
+    spawn_reader(
+        ctl_r,
+        ctl_tx.clone(),
+        verdict_txs,
+        (restarts.clone(), words),
+    );
     let (out_tx, out_rx) = mpsc::channel::<ToReceiver>(256);
-    let writer = spawn_writer(ctl_w, out_rx, ctl_tx.clone());
+    let writer = spawn_writer(ctl_w, out_rx, ctl_tx.clone(), words);
     let stop_flag = Arc::new(AtomicBool::new(false));
     let shared = DataShared {
         opener: opener.clone(),
