@@ -304,24 +304,17 @@ fn a_killed_receiver_is_reported_within_the_idle_timeout() {
     );
 }
 
-/// Reverse mode over kernel TCP: a hare-recv killed while it sends is said at once as a
-/// receiver that went away, in the QUIC path's terms, with the OS cause once at the end, and
-/// ends the run with the QUIC path's status for a lost connection (6).
-#[test]
-fn a_killed_reverse_tcp_sender_is_a_receiver_that_went_away() {
-    let mut r = start(&["--tcp", "-q"], &[]);
-    let job = SendJob::Bulk {
-        bytes: None,
-        seconds: Some(30.0),
-        streams: 2,
-    };
-    let mut opts = send_options(r.addr, None, job);
-    opts.reverse = true;
-    opts.identity = None;
-    opts.tcp = Some(hare_transfer::TcpSendOptions::default());
-    opts.rate = Some(50_000_000);
-    opts.interval = Duration::from_millis(100);
-    let (res, ended, killed_at) = send_and_kill(opts, &mut r);
+/// Kernel TCP: the run ended at once (no idle timeout to wait for) as a receiver that went
+/// away, in the QUIC path's terms, with the OS cause once at the end, and with the QUIC
+/// path's status for a lost connection (6).
+fn assert_receiver_went_away(
+    run: (
+        hare_transfer::Result<hare_transfer::SendOutcome>,
+        Instant,
+        Instant,
+    ),
+) {
+    let (res, ended, killed_at) = run;
     let err = res.expect_err("the receiver is gone");
     // Which one the kernel says depends on what was in flight: a FIN, a reset, or a write
     // after the reset.
@@ -336,9 +329,60 @@ fn a_killed_reverse_tcp_sender_is_a_receiver_that_went_away() {
         "{err}"
     );
     assert_eq!(hare_transfer::exit::ExitKind::of(&err).code(), 6);
-    // At once: no idle timeout to wait for.
     let waited = ended.duration_since(killed_at);
     assert!(waited < Duration::from_secs(2), "{waited:?}");
+}
+
+/// Reverse mode over kernel TCP: a hare-recv killed while it sends is said at once as a
+/// receiver that went away.
+#[test]
+fn a_killed_reverse_tcp_sender_is_a_receiver_that_went_away() {
+    let mut r = start(&["--tcp", "-q"], &[]);
+    let job = SendJob::Bulk {
+        bytes: None,
+        seconds: Some(30.0),
+        streams: 2,
+    };
+    let mut opts = send_options(r.addr, None, job);
+    opts.reverse = true;
+    opts.identity = None;
+    opts.tcp = Some(hare_transfer::TcpSendOptions::default());
+    opts.rate = Some(50_000_000);
+    opts.interval = Duration::from_millis(100);
+    assert_receiver_went_away(send_and_kill(opts, &mut r));
+}
+
+/// Forward over kernel TCP (`--tcp`): a hare-recv killed while it receives a bulk job or a
+/// file is said the same way, whichever of the control reader, its writer or a data write
+/// hears it first.
+#[test]
+fn a_killed_forward_tcp_receiver_is_a_receiver_that_went_away() {
+    let src = tempfile::tempdir().expect("tempdir");
+    let file = src.path().join("big.bin");
+    // 8 MB at 20 Mbit/s: 3.2 s, still on its way when the receiver dies at 1.5 s.
+    std::fs::write(&file, vec![7u8; 8_000_000]).expect("w");
+    let bulk = SendJob::Bulk {
+        bytes: None,
+        seconds: Some(30.0),
+        streams: 2,
+    };
+    let files = SendJob::Files {
+        paths: vec![file],
+        resume: false,
+        force: false,
+        parallel: 1,
+    };
+    for job in [bulk, files] {
+        let dst = tempfile::tempdir().expect("tempdir");
+        let dir = dst.path().to_str().expect("utf8");
+        let mut r = start(&["--tcp", "-q", "--dir", dir, "--open"], &[]);
+        let mut opts = send_options(r.addr, None, job);
+        opts.identity = None;
+        opts.tcp = Some(hare_transfer::TcpSendOptions::default());
+        opts.rate = Some(20_000_000);
+        opts.interval = Duration::from_millis(100);
+        assert_receiver_went_away(send_and_kill(opts, &mut r));
+    }
 }
 
 /// A port in use: the OS error is said once, not once per layer.

@@ -730,6 +730,28 @@ fn once_receiving(
     })
 }
 
+/// Three files to send one at a time in `src`: `first.bin` (2 MiB: sent at `-R 16m` it
+/// takes about a second), `gone.txt`, removed once `dst` holds some of `first.bin`, and
+/// `last.txt` (4 bytes). Returns the directory, the three paths and the remover.
+fn three_with_one_gone(
+    dst: &Path,
+) -> (
+    tempfile::TempDir,
+    [std::path::PathBuf; 3],
+    std::thread::JoinHandle<()>,
+) {
+    let src = tempfile::tempdir().expect("tempdir");
+    let paths = ["first.bin", "gone.txt", "last.txt"].map(|n| src.path().join(n));
+    std::fs::write(&paths[0], vec![3u8; 2 << 20]).expect("w");
+    std::fs::write(&paths[1], b"listed").expect("w");
+    std::fs::write(&paths[2], b"last").expect("w");
+    let gone = paths[1].clone();
+    let remover = once_receiving(dst, "first.bin", move || {
+        std::fs::remove_file(gone).expect("remove")
+    });
+    (src, paths, remover)
+}
+
 /// A source file removed between the listing and its turn fails at once with its reason, the
 /// others arrive, and the run exits 3 (some files failed).
 #[test]
@@ -737,21 +759,7 @@ fn a_source_that_cannot_be_opened_fails_that_file_with_status_3() {
     let dst = tempfile::tempdir().expect("tempdir");
     let (_id, r) = receiver(Some(dst.path()));
     let fp = r.fingerprint.expect("fingerprint").to_string();
-    let src = tempfile::tempdir().expect("tempdir");
-    let (first, gone, last) = (
-        src.path().join("first.bin"),
-        src.path().join("gone.txt"),
-        src.path().join("last.txt"),
-    );
-    std::fs::write(&first, vec![3u8; 2 << 20]).expect("w");
-    std::fs::write(&gone, b"listed").expect("w");
-    std::fs::write(&last, b"last").expect("w");
-    let remover = {
-        let gone = gone.clone();
-        once_receiving(dst.path(), "first.bin", move || {
-            std::fs::remove_file(gone).expect("remove")
-        })
-    };
+    let (_src, [first, gone, last], remover) = three_with_one_gone(dst.path());
     let t = Instant::now();
     let out = run(hare_send()
         .args(["-q", "-P", "1", "-R", "16m", "--pin", &fp])
@@ -849,5 +857,96 @@ fn a_retry_is_said_when_it_happens() {
     assert_eq!(
         std::fs::read(dst.path().join("live.log")).expect("r"),
         std::fs::read(&live).expect("r")
+    );
+}
+
+/// Run `cmd` with its stdout and stderr on a pseudo-terminal (200 columns), as a user's
+/// terminal: the progress bar is drawn. Returns the exit status and everything written, with
+/// the terminal's control sequences left out and each `\r` or `\n` ending a piece.
+fn run_on_a_terminal(cmd: &mut Command) -> (Option<i32>, Vec<String>) {
+    use std::io::Read;
+    let size = nix::pty::Winsize {
+        ws_row: 50,
+        ws_col: 200,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let pty = nix::pty::openpty(&size, None).expect("openpty");
+    let out = pty.slave.try_clone().expect("dup");
+    cmd.stdout(Stdio::from(out)).stderr(Stdio::from(pty.slave));
+    let child = cmd.spawn().expect("spawn hare-send");
+    // Only the child holds the terminal's other end now: reading ends when it exits.
+    drop(std::mem::replace(cmd, Command::new("true")));
+    let reader = std::thread::spawn(move || {
+        let mut master = std::fs::File::from(pty.master);
+        let (mut all, mut buf) = (Vec::new(), [0u8; 4096]);
+        // At most 8 MiB, so a runaway child cannot fill memory; EIO once the child is gone.
+        while all.len() < 8 << 20 {
+            match master.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => all.extend_from_slice(&buf[..n]),
+            }
+        }
+        all
+    });
+    let status = wait_bounded(child, Duration::from_secs(60)).status.code();
+    let text = String::from_utf8_lossy(&reader.join().expect("reader")).into_owned();
+    (status, screen_pieces(&text))
+}
+
+/// `text` without its CSI sequences (`ESC [ ... letter`), cut at every `\r` and `\n`.
+fn screen_pieces(text: &str) -> Vec<String> {
+    let mut plain = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.next() == Some('[') {
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        plain.push(c);
+    }
+    plain
+        .split(['\r', '\n'])
+        .filter(|p| !p.trim().is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// On a terminal the overall bar counts a failed file as settled: a job whose middle file
+/// fails ends at `files 3/3 (1 failed)` with its bytes complete (what the failed file did
+/// not send is off the total), and the summary still says which failed.
+#[test]
+fn the_progress_bar_ends_complete_with_a_failed_file_counted() {
+    let dst = tempfile::tempdir().expect("tempdir");
+    let (_id, r) = receiver(Some(dst.path()));
+    let fp = r.fingerprint.expect("fingerprint").to_string();
+    let (_src, [first, gone, last], remover) = three_with_one_gone(dst.path());
+    let (status, pieces) = run_on_a_terminal(
+        hare_send()
+            .args(["-P", "1", "-R", "16m", "--pin", &fp])
+            .args([&first, &gone, &last])
+            .arg(r.addr.to_string()),
+    );
+    remover.join().expect("remover");
+    assert_eq!(status, Some(3), "{pieces:#?}");
+    let bars: Vec<&String> = pieces.iter().filter(|p| p.starts_with("files ")).collect();
+    let last_bar = bars.last().expect("the bar was drawn");
+    assert!(
+        last_bar.starts_with("files 3/3 (1 failed) "),
+        "{last_bar:?} in {bars:#?}"
+    );
+    // 2 MiB and 4 bytes: all of it sent.
+    assert!(last_bar.contains(" 2.00 MiB/2.00 MiB "), "{last_bar:?}");
+    assert!(
+        pieces
+            .iter()
+            .any(|p| p == "hare-send: error: 1 of 3 file(s) failed"),
+        "{pieces:#?}"
     );
 }

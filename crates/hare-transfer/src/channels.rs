@@ -104,16 +104,18 @@ impl DataOut {
             DataOut::Tcp(TcpDataSocket { stream: s, .. }) => {
                 let mut buf = &b[..];
                 while !buf.is_empty() {
-                    s.writable()
-                        .await
-                        .map_err(|e| TransferError::Connection(format!("TCP write: {e}")))?;
+                    let broken = |cause| TransferError::Broken {
+                        what: "TCP write".into(),
+                        cause,
+                    };
+                    s.writable().await.map_err(broken)?;
                     match s.try_write(buf) {
                         Ok(n) => {
                             count(n);
                             buf = &buf[n..];
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                        Err(e) => return Err(TransferError::Connection(format!("TCP write: {e}"))),
+                        Err(e) => return Err(broken(e)),
                     }
                 }
                 Ok(())

@@ -45,6 +45,16 @@ pub enum TransferError {
     /// Could not connect or the connection failed.
     #[error("connection: {0}")]
     Connection(String),
+    /// A kernel TCP connection broke under a read or a write: what was being done and the OS
+    /// error, kept whole so that each side can say in its own words that its peer went away
+    /// (hare-send: `sender::gone`). Shown, and ends the run, as [`TransferError::Connection`].
+    #[error("connection: {what}: {cause}")]
+    Broken {
+        /// What was being done (`TCP write`).
+        what: String,
+        /// The error.
+        cause: std::io::Error,
+    },
     /// The peer broke the job protocol.
     #[error("protocol: {0}")]
     Protocol(String),

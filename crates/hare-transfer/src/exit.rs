@@ -60,6 +60,7 @@ impl ExitKind {
             TransferError::PinMismatch { .. } => Self::Auth,
             TransferError::Connection(t) if is_certificate_refusal(t) => Self::Auth,
             TransferError::Connection(_)
+            | TransferError::Broken { .. }
             | TransferError::Timeout(_)
             | TransferError::Protocol(_) => Self::Connection,
             TransferError::Interrupted => Self::Signal(2),

@@ -258,15 +258,35 @@ fn walk(dir: &Path, name: &str, (depth, keep): (usize, Keep), g: &mut Gathered) 
     Ok(())
 }
 
+/// Open a source file for reading, as it is when its turn comes: with `O_NONBLOCK`, so that
+/// a FIFO put in its place since it was listed cannot hold the open until some writer comes
+/// (for a regular file the flag changes nothing), and refused when it is no longer a regular
+/// file (a FIFO, a device, a directory). The error is the file's reason, with its path.
+pub fn open_source(path: &Path) -> std::result::Result<std::fs::File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(format!(
+            "cannot send {}: it is no longer a regular file",
+            path.display()
+        ));
+    }
+    Ok(file)
+}
+
 /// BLAKE3 of the first `len` bytes of `path` (to check a receiver's resume offer), and the
-/// hash state to continue from.
-pub fn prefix_hash(path: &Path, len: u64) -> Result<(blake3::Hasher, u64)> {
+/// hash state to continue from. The file is opened as [`open_source`] opens it; the error
+/// is the file's reason.
+pub fn prefix_hash(path: &Path, len: u64) -> std::result::Result<(blake3::Hasher, u64), String> {
     use std::io::Read;
-    let f = std::fs::File::open(path)
-        .map_err(|e| TransferError::io(format!("opening {}", path.display()), e))?;
+    let f = open_source(path)?;
     let mut h = blake3::Hasher::new();
     let n = std::io::copy(&mut f.take(len), &mut h)
-        .map_err(|e| TransferError::io(format!("reading {}", path.display()), e))?;
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     Ok((h, n))
 }
 
@@ -399,5 +419,26 @@ mod tests {
         let (h, n) = prefix_hash(&p, 5).expect("hash");
         assert_eq!(n, 5);
         assert_eq!(h.finalize(), blake3::hash(b"hello"));
+    }
+
+    #[test]
+    fn prefix_hash_of_a_fifo_fails_at_once_with_the_open_reason() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let p = d.path().join("f");
+        nix::unistd::mkfifo(&p, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+        // Without O_NONBLOCK this open would wait for a writer forever.
+        let e = prefix_hash(&p, 5).err();
+        let want = format!(
+            "cannot send {}: it is no longer a regular file",
+            p.display()
+        );
+        assert_eq!(e, Some(want));
+        assert_eq!(
+            open_source(&d.path().join("none")).err(),
+            Some(format!(
+                "cannot open {}: No such file or directory (os error 2)",
+                d.path().join("none").display()
+            ))
+        );
     }
 }

@@ -1,7 +1,8 @@
 //! A source file that cannot be opened when its turn comes (removed since it was listed, or
 //! replaced by a FIFO, either of which root meets as anyone does) fails at once on both
 //! sides with the sender's reason: the receiver does not wait for data that will not come,
-//! the other files arrive, and both sides count the same bytes.
+//! the other files arrive, and both sides count the same bytes. The same holds when the
+//! receiver kept part of the file and the sender first hashes that prefix (`--resume`).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -12,12 +13,17 @@ use hare_transfer::testkit::{
 };
 use hare_transfer::{send, SendJob, SendOutcome, Stop};
 
-/// Send `first` (2 MiB at 16 Mbit/s: about 1 s), `gone` and `last`, one at a time; once the
-/// receiver holds some of `first`, `spoil` does its work on `gone`. Returns the sender's
-/// outcome, how long the job took, and the receiver's JSON document.
+/// What `gone.txt` holds when it is listed.
+const GONE: &[u8] = b"listed, then spoiled";
+
+/// Send `first` (2 MiB at 16 Mbit/s: about 1 s), `gone` and `last`, one at a time (with
+/// `--resume` when `resume`); once the receiver holds some of `first`, `spoil` does its work
+/// on `gone`. Returns the sender's outcome, how long the job took, and the receiver's JSON
+/// document.
 fn send_three(
     src: &Path,
     dst: &Path,
+    resume: bool,
     spoil: impl FnOnce(&Path) + Send + 'static,
 ) -> (SendOutcome, Duration, serde_json::Value) {
     let id = tempfile::tempdir().expect("tempdir");
@@ -32,7 +38,7 @@ fn send_three(
         .map(|n| src.join(n))
         .collect();
     std::fs::write(&paths[0], seeded_bytes(11, 2 << 20)).expect("w");
-    std::fs::write(&paths[1], b"listed, then spoiled").expect("w");
+    std::fs::write(&paths[1], GONE).expect("w");
     std::fs::write(&paths[2], b"sent after it").expect("w");
     let spoiler = {
         let (dst, gone) = (dst.to_path_buf(), paths[1].clone());
@@ -48,7 +54,7 @@ fn send_three(
     };
     let job = SendJob::Files {
         paths,
-        resume: false,
+        resume,
         force: false,
         parallel: 1,
     };
@@ -66,9 +72,15 @@ fn send_three(
     (out, took, doc)
 }
 
-/// The checks both cases share: `gone.txt` failed with `reason` on the sender and with the
-/// sender's reason on the receiver, soon; the others arrived; the byte counts agree.
-fn check(src: &Path, dst: &Path, run: (SendOutcome, Duration, serde_json::Value), reason: &str) {
+/// The checks every case shares: `gone.txt` failed with `reason` on the sender and with the
+/// sender's reason on the receiver, soon; the others arrived; the byte counts agree; the
+/// directory holds the two files and the `kept` names besides.
+fn check(
+    (src, dst): (&Path, &Path),
+    run: (SendOutcome, Duration, serde_json::Value),
+    reason: &str,
+    kept: &[&str],
+) {
     let (out, took, doc) = run;
     let by_name = |n: &str| {
         out.files
@@ -97,8 +109,16 @@ fn check(src: &Path, dst: &Path, run: (SendOutcome, Duration, serde_json::Value)
         b"sent after it"
     );
     assert!(!dst.join("gone.txt").exists());
-    let left: Vec<_> = std::fs::read_dir(dst).expect("ls").flatten().collect();
-    assert_eq!(left.len(), 2, "no temporary file is left: {left:?}");
+    let mut left: Vec<String> = std::fs::read_dir(dst)
+        .expect("ls")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    let mut want = vec!["first.bin", "last.txt"];
+    want.extend(kept);
+    want.sort();
+    assert_eq!(left, want, "no temporary file is left");
     // The receiver recorded the file as failed, with the sender's reason.
     let said = format!("gone.txt: sender abandoned it: {reason}");
     let events = doc["events"].as_array().expect("events");
@@ -118,21 +138,21 @@ fn check(src: &Path, dst: &Path, run: (SendOutcome, Duration, serde_json::Value)
 fn a_file_removed_since_it_was_listed_fails_at_once_and_the_job_goes_on() {
     let src = tempfile::tempdir().expect("tempdir");
     let dst = tempfile::tempdir().expect("tempdir");
-    let run = send_three(src.path(), dst.path(), |p| {
+    let run = send_three(src.path(), dst.path(), false, |p| {
         std::fs::remove_file(p).expect("remove");
     });
     let reason = format!(
         "cannot open {}: No such file or directory (os error 2)",
         src.path().join("gone.txt").display()
     );
-    check(src.path(), dst.path(), run, &reason);
+    check((src.path(), dst.path()), run, &reason, &[]);
 }
 
 #[test]
 fn a_file_replaced_by_a_fifo_fails_at_once_instead_of_blocking_the_open() {
     let src = tempfile::tempdir().expect("tempdir");
     let dst = tempfile::tempdir().expect("tempdir");
-    let run = send_three(src.path(), dst.path(), |p| {
+    let run = send_three(src.path(), dst.path(), false, |p| {
         std::fs::remove_file(p).expect("remove");
         nix::unistd::mkfifo(p, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
     });
@@ -140,5 +160,33 @@ fn a_file_replaced_by_a_fifo_fails_at_once_instead_of_blocking_the_open() {
         "cannot send {}: it is no longer a regular file",
         src.path().join("gone.txt").display()
     );
-    check(src.path(), dst.path(), run, &reason);
+    check((src.path(), dst.path()), run, &reason, &[]);
+}
+
+/// `--resume` with part of `gone.txt` kept on the receiver: the sender hashes that prefix
+/// before anything else, and a FIFO in the file's place by then fails the file at once, as
+/// the open does, instead of holding the hash (and the job) until some writer comes. The
+/// kept part stays for a later `--resume`.
+#[test]
+fn a_file_replaced_by_a_fifo_before_its_resume_prefix_is_hashed_fails_at_once() {
+    let src = tempfile::tempdir().expect("tempdir");
+    let dst = tempfile::tempdir().expect("tempdir");
+    let part = dst.path().join(".gone.txt.hare-part");
+    std::fs::write(&part, &GONE[..6]).expect("plant the kept part");
+    let run = send_three(src.path(), dst.path(), true, |p| {
+        std::fs::remove_file(p).expect("remove");
+        nix::unistd::mkfifo(p, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    });
+    assert_eq!(run.0.files.iter().map(|f| f.resumed_from).sum::<u64>(), 0);
+    let reason = format!(
+        "cannot send {}: it is no longer a regular file",
+        src.path().join("gone.txt").display()
+    );
+    check(
+        (src.path(), dst.path()),
+        run,
+        &reason,
+        &[".gone.txt.hare-part"],
+    );
+    assert_eq!(std::fs::read(&part).expect("kept part"), &GONE[..6]);
 }

@@ -91,7 +91,9 @@ pub(super) fn log_end(peer: SocketAddr, r: &Result<()>) {
         Err(TransferError::Timeout(_)) => ("timeout", "dropped"),
         Err(TransferError::Protocol(_)) => ("protocol", "dropped"),
         Err(TransferError::FilesFailed { .. }) => ("files", "job ended"),
-        Err(TransferError::Connection(_)) => ("connection", "connection ended"),
+        Err(TransferError::Connection(_) | TransferError::Broken { .. }) => {
+            ("connection", "connection ended")
+        }
         Err(_) => ("error", "job aborted"),
     };
     if let Err(e) = r {
@@ -107,7 +109,11 @@ fn close_for(r: &Result<()>) -> (u32, String) {
         Err(TransferError::Refused(_)) => close::REFUSED,
         Err(TransferError::Busy(_) | TransferError::Interrupted) => close::BUSY,
         Err(TransferError::Timeout(_)) => close::TIMEOUT,
-        Err(TransferError::Protocol(_) | TransferError::Connection(_)) => close::PROTOCOL,
+        Err(
+            TransferError::Protocol(_)
+            | TransferError::Connection(_)
+            | TransferError::Broken { .. },
+        ) => close::PROTOCOL,
         Err(_) => close::ABORTED,
     };
     let reason = match r {

@@ -7,6 +7,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
+use super::gone::Words;
 use crate::channels::{ControlRead, ControlWrite};
 use crate::intervals::Remote;
 use crate::protocol::{read_frame, write_frame, FailCode, ToReceiver, ToSender};
@@ -69,24 +70,24 @@ pub(super) fn verdict_channels(
 }
 
 /// Read the receiver's messages until the channel ends: intervals and the final `done` go to
-/// `to_loop`, file verdicts to their file's task.
+/// `to_loop`, file verdicts to their file's task; how the channel ended is said in `words`.
 pub(super) fn spawn_reader(
     mut ctl_r: ControlRead,
     to_loop: mpsc::Sender<Ctl>,
     mut verdicts: HashMap<u32, oneshot::Sender<Verdict>>,
-    restarts: super::retry::Restarts,
+    (restarts, words): (super::retry::Restarts, Words),
 ) {
     tokio::spawn(async move {
         loop {
             let msg = match read_frame::<_, ToSender>(&mut ctl_r).await {
                 Ok(Some(m)) => m,
                 Ok(None) => {
-                    let reason = "the receiver closed the control channel".into();
+                    let reason = words.closed("the receiver closed the control channel");
                     let _ = to_loop.send(Ctl::Closed(reason)).await;
                     return;
                 }
                 Err(e) => {
-                    let _ = to_loop.send(Ctl::Closed(e.to_string())).await;
+                    let _ = to_loop.send(Ctl::Closed(words.error(&e, ""))).await;
                     return;
                 }
             };
@@ -158,18 +159,19 @@ fn in_words(reason: Option<String>, code: Option<FailCode>) -> Option<String> {
 }
 
 /// The only writer of the control channel after the hello; when every sender of `from` is
-/// gone it ends the stream cleanly. A write error reaches the run loop as [`Ctl::Closed`].
+/// gone it ends the stream cleanly. A write error reaches the run loop as [`Ctl::Closed`],
+/// in `words`.
 pub(super) fn spawn_writer(
     mut ctl_w: ControlWrite,
     mut from: mpsc::Receiver<ToReceiver>,
     errors: mpsc::Sender<Ctl>,
+    words: Words,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
         while let Some(m) = from.recv().await {
             if let Err(e) = write_frame(&mut ctl_w, &m).await {
-                let _ = errors
-                    .send(Ctl::Closed(format!("control channel: {e}")))
-                    .await;
+                let reason = words.error(&e, "control channel");
+                let _ = errors.send(Ctl::Closed(reason)).await;
                 return;
             }
         }

@@ -27,9 +27,11 @@ use crate::report::{OutputOptions, Printer, RunLog};
 use crate::stop::Stop;
 use crate::trust::Trust;
 
+mod bar;
 mod connect;
 mod control;
 mod finish;
+mod gone;
 mod handshake;
 mod header;
 mod liveness;
@@ -48,6 +50,7 @@ mod writers;
 use connect::{connect, Connected};
 use control::{spawn_reader, spawn_writer, verdict_channels, Ctl};
 use finish::{add_refused, close_connection, file_reports, iperf_context, link_reports, summarise};
+use gone::Words;
 use handshake::{hello, Welcome};
 use header::{announce, run_header, Negotiated};
 use opener::Opener;
@@ -315,6 +318,7 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         bulk: matches!(job, Job::Bulk { .. }),
         stop_flag: &stop_flag,
         liveness: opts.liveness,
+        words: Words::for_sender(matches!(opener, Opener::Tcp { .. })),
     };
     let lines = match &opener {
         Opener::Quic(_) => SenderLines::remote(),
@@ -323,7 +327,7 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
     let mut st = run_loop::run(&mut rec, &mut inputs, &cx, lines).await;
     inputs.tasks.abort_all();
     if let Some(b) = bar {
-        b.abort();
+        b.end();
     }
     let cx = iperf_context(&opener, endpoint.as_ref(), addr, &job, streams, &cpu);
     rec.log.set_iperf(cx);
@@ -406,7 +410,7 @@ struct Started {
     shared: DataShared,
     stop_flag: Arc<AtomicBool>,
     tasks: DataTasks,
-    bar: Option<tokio::task::JoinHandle<()>>,
+    bar: Option<bar::OverallBar>,
 }
 
 /// Start the control reader and writer and the job's data tasks (bulk streams, or the files
@@ -428,9 +432,15 @@ fn start_job(j: StartJob<'_>) -> Started {
     let (ctl_tx, ctl_rx) = mpsc::channel::<Ctl>(256);
     let (verdict_txs, verdict_rxs) = verdict_channels(sources.len());
     let restarts = retry::Restarts::default();
-    spawn_reader(ctl_r, ctl_tx.clone(), verdict_txs, restarts.clone());
+    let words = Words::for_sender(matches!(opener, Opener::Tcp { .. }));
+    spawn_reader(
+        ctl_r,
+        ctl_tx.clone(),
+        verdict_txs,
+        (restarts.clone(), words),
+    );
     let (out_tx, out_rx) = mpsc::channel::<ToReceiver>(256);
-    let writer = spawn_writer(ctl_w, out_rx, ctl_tx.clone());
+    let writer = spawn_writer(ctl_w, out_rx, ctl_tx.clone(), words);
     let stop_flag = Arc::new(AtomicBool::new(false));
     let shared = DataShared {
         opener: opener.clone(),

@@ -29,6 +29,7 @@ use crate::report::{Printer, RunLog};
 use crate::stop::{Stop, DEFAULT_STOP_REASON};
 
 use super::finish::iperf_context;
+use super::gone;
 use super::liveness::{describe_close, Silence};
 use super::opener::Opener;
 use super::plan::describe;
@@ -298,7 +299,6 @@ fn spawn_tcp_streams(
     }
 }
 
-mod gone;
 mod run;
 mod summary;
 pub(super) use run::take;

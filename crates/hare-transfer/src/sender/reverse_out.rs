@@ -31,6 +31,7 @@ use crate::tcp::TcpOptions;
 
 use super::control::{spawn_reader, Ctl};
 use super::finish::{iperf_context, summarise};
+use super::gone::Words;
 use super::opener::{lock, Opener};
 use super::plan::describe;
 use super::probe::Probe;
@@ -215,7 +216,8 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
         ctl_r,
         ctl_tx,
         HashMap::new(),
-        super::retry::Restarts::default(),
+        // This side's peer is hare-send: its own words, not a receiver that went away.
+        (super::retry::Restarts::default(), Words::AsItWas),
     );
     // Bulk writers send nothing on the control channel; this side writes its two frames
     // itself.
@@ -252,6 +254,7 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
             idle_timeout: IDLE_TIMEOUT,
             keep_alive: RECEIVER_KEEP_ALIVE,
         },
+        words: Words::AsItWas,
     };
     let mut st = run_loop::run(&mut rec, &mut inputs, &cx, lines).await;
     inputs.tasks.abort_all();

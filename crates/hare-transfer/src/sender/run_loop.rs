@@ -14,6 +14,7 @@ use crate::quic_config::Liveness;
 use crate::stop::{Stop, DEFAULT_STOP_REASON};
 
 use super::control::{Ctl, Done};
+use super::gone::Words;
 use super::liveness::{describe_close, Silence};
 use super::opener::Opener;
 use super::recorder::Recorder;
@@ -49,6 +50,8 @@ pub(super) struct Context<'a> {
     pub(super) stop_flag: &'a Arc<AtomicBool>,
     /// `--idle-timeout` and `--keep-alive`.
     pub(super) liveness: Liveness,
+    /// How a data task's broken connection is said.
+    pub(super) words: Words,
 }
 
 /// How the loop ended.
@@ -242,7 +245,7 @@ fn on_task(
             if st.interrupted {
                 return Flow::Go;
             }
-            st.failure = Some(e);
+            st.failure = Some(cx.words.mapped(e));
             Flow::Stop
         }
         Some(Err(e)) => {

@@ -7,14 +7,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::MultiProgress;
 use tokio::sync::{mpsc, oneshot, Semaphore};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinSet;
 
 use crate::error::{Result, TransferError};
 use crate::protocol::{FilePlan, Job, ToReceiver};
 use crate::sendfiles::Source;
 
+use super::bar::OverallBar;
 use super::control::Verdict;
 use super::opener::Opener;
 use super::retry::Retry;
@@ -91,21 +92,21 @@ pub(super) fn spawn_files(
     parallel: u16,
     shared: &DataShared,
     multi: Option<&MultiProgress>,
-) -> Option<JoinHandle<()>> {
+) -> Option<OverallBar> {
     let gate = Arc::new(Semaphore::new(usize::from(parallel)));
     // One bar for the whole job; each file reports into a hidden bar of its own.
-    let bars: Vec<ProgressBar> = sources
-        .iter()
-        .map(|s| ProgressBar::with_draw_target(Some(s.entry.size), ProgressDrawTarget::hidden()))
-        .collect();
-    let updater = multi.map(|m| spawn_overall_bar(m, sources, bars.clone()));
+    let sizes: Vec<u64> = sources.iter().map(|s| s.entry.size).collect();
+    let (overall, bars) = match multi.map(|m| OverallBar::start(m, &sizes)) {
+        Some((o, b)) => (Some(o), b),
+        None => (None, Vec::new()),
+    };
     let plan_of: HashMap<u32, FilePlan> = plans.into_iter().map(|p| (p.index, p)).collect();
     for (i, src) in sources.iter().enumerate() {
         let i = i as u32;
         let Some(result_rx) = verdicts.remove(&i) else {
             continue;
         };
-        let bar = multi.and(bars.get(i as usize).cloned());
+        let bar = bars.get(i as usize).cloned();
         let (opener, out_tx, gate, src, plan) = (
             shared.opener.clone(),
             shared.out_tx.clone(),
@@ -127,40 +128,5 @@ pub(super) fn spawn_files(
             ))
         });
     }
-    updater
-}
-
-/// How often the overall bar is redrawn: a few times a second reads well and costs the
-/// sender nothing measurable (the files' hidden bars are plain atomics).
-const BAR_TICK: Duration = Duration::from_millis(250);
-
-/// The overall bar (files done, bytes, rate, ETA), fed from the files' hidden bars (their
-/// positions and lengths) until the caller aborts the returned task.
-fn spawn_overall_bar(
-    m: &MultiProgress,
-    sources: &[Source],
-    files: Vec<ProgressBar>,
-) -> JoinHandle<()> {
-    let total: u64 = sources.iter().map(|s| s.entry.size).sum();
-    let overall = m.add(ProgressBar::new(total));
-    overall.set_style(
-        ProgressStyle::with_template(
-            "{msg} {bar:30} {bytes:>10}/{total_bytes:10} {bytes_per_sec:>12} ETA {eta}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let n = files.len();
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(BAR_TICK);
-        loop {
-            tick.tick().await;
-            let done = files.iter().filter(|b| b.is_finished()).count();
-            // A file sent again adds its new attempt to its bar's length, and one that
-            // failed takes off what it will not send: the total is what is really sent.
-            let length = files.iter().map(|b| b.length().unwrap_or(0)).sum();
-            overall.set_length(length);
-            overall.set_position(files.iter().map(ProgressBar::position).sum());
-            overall.set_message(format!("files {done}/{n}"));
-        }
-    })
+    overall
 }

@@ -9,12 +9,13 @@ use bytes::Bytes;
 use indicatif::ProgressBar;
 use tokio::sync::{mpsc, oneshot};
 
+use super::bar::FileBar;
 use super::opener::Opener;
 use super::retry::{ask, confirmed, gave_up, is_change, Retry};
 use super::FileReport;
 use crate::error::Result;
 use crate::protocol::{close, DataHeader, DataKind, FilePlan, ToReceiver};
-use crate::sendfiles::{prefix_hash, Source};
+use crate::sendfiles::{open_source, prefix_hash, Source};
 
 /// How long a failed stream write waits for the receiver's verdict on that file.
 const VERDICT_GRACE: Duration = Duration::from_secs(2);
@@ -188,8 +189,7 @@ async fn resume_point(
     let (path, have) = (src.path.clone(), p.have);
     let hashed = tokio::task::spawn_blocking(move || prefix_hash(&path, have))
         .await
-        .map_err(|e| format!("hashing the prefix failed: {e}"))?
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| format!("hashing the prefix failed: {e}"))??;
     match hashed {
         (h, n)
             if n == p.have && p.have_blake3.as_deref() == Some(h.finalize().to_hex().as_str()) =>
@@ -203,20 +203,7 @@ async fn resume_point(
 /// Open the file at `offset` and take the snapshot the whole send is checked against. A file
 /// that no longer has the size it was announced with has changed since it was listed.
 fn open_at(src: &Source, offset: u64) -> Result<(std::fs::File, Snapshot), String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    // Without O_NONBLOCK a FIFO put in the file's place since it was listed would hold the
-    // open until some writer came; for a regular file the flag changes nothing.
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&src.path)
-        .map_err(|e| format!("cannot open {}: {e}", src.path.display()))?;
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
-        return Err(format!(
-            "cannot send {}: it is no longer a regular file",
-            src.path.display()
-        ));
-    }
+    let mut file = open_source(&src.path)?;
     let snap = current(&file, &src.path)?;
     if snap.size != src.entry.size {
         return Err(format!(
@@ -303,8 +290,9 @@ async fn tell_abandoned(ctl: &mpsc::Sender<ToReceiver>, index: u32, reason: &str
     let _ = ctl.send(m).await;
 }
 
-/// Send one file (see [`send_file`]). A file that fails takes what it will not send off the
-/// overall bar's total, so that the bar and its ETA count only what is still to come.
+/// Send one file (see [`send_file`]), then settle it on the overall bar: a file that failed
+/// counts as settled there too, and takes what it will not send off the bar's total, so
+/// that the bar and its ETA count only what is still to come and the bar ends complete.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn file_task(
     opener: Opener,
@@ -314,7 +302,7 @@ pub(super) async fn file_task(
     ctl: mpsc::Sender<ToReceiver>,
     result: oneshot::Receiver<(bool, Option<String>)>,
     pacer: Option<Arc<Pacer>>,
-    bar: Option<ProgressBar>,
+    bar: Option<FileBar>,
     permit: tokio::sync::OwnedSemaphorePermit,
     retry: Retry,
 ) -> FileReport {
@@ -323,11 +311,11 @@ pub(super) async fn file_task(
         index,
         ctl,
         pacer,
-        bar: bar.clone(),
+        bar: bar.as_ref().map(|b| b.bytes().clone()),
     };
     let report = send_file(io, src, plan, result, permit, retry).await;
-    if let (false, Some(b)) = (report.ok, &bar) {
-        b.set_length(b.position());
+    if let Some(b) = &bar {
+        b.settle(report.ok);
     }
     report
 }
