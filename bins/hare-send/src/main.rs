@@ -530,9 +530,12 @@ fn run_send(a: SendArgs) -> Result<ExitKind, Failed> {
     }
     let failed: Vec<_> = outcome.failures().collect();
     if outcome.interrupted && !bulk {
+        // Only the receiver's verdicts say a file is complete (verified, renamed and durable);
+        // files it has not confirmed may still have arrived whole.
         eprintln!(
-            "hare-send: interrupted: {} file(s) not completed; the receiver keeps partial data, rerun with --resume",
-            failed.len()
+            "hare-send: interrupted: {} of {} file(s) not confirmed by the receiver; it keeps what it has, rerun with --resume to finish",
+            failed.len(),
+            outcome.files.len()
         );
         return Ok(interrupted);
     }

@@ -215,7 +215,9 @@ fn ctrl_c_aborts_a_file_and_resume_completes_it() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--resume"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(
+        "hare-send: interrupted: 1 of 1 file(s) not confirmed by the receiver; it keeps what it has, rerun with --resume to finish"
+    ));
     assert!(
         !dst.path().join("movie.bin").exists(),
         "no file under the final name"
