@@ -242,4 +242,9 @@ fn bad_files_name_the_file_field_and_value() {
         "[windows]\nsocket_buffer = \"60q\"\n[workload]",
     ));
     assert!(e.contains("60q"), "{e}");
+
+    let e = err(&format!(
+        "{GOOD}[sender]\npaced = false\nline_rate = \"0\"\n"
+    ));
+    assert!(e.contains("`sender.line_rate` = 0 bit/s"), "{e}");
 }

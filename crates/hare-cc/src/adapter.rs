@@ -31,10 +31,10 @@
 //!   estimate kept), and from then on ignores ACK frames of packets all sent before that
 //!   datagram (the handshake spaces'). Without this the Initial packet's ACK took HyStart's
 //!   first round and every later round started one ACK into its ACK train instead of at its
-//!   head. Starts are looked for only until the first ACK of a 1-RTT packet, or while the
-//!   numbers stay below [`HANDSHAKE_MAX_PACKETS`] and fewer than [`HANDSHAKE_MAX_FRAMES`]
-//!   frames came without one (a handshake is a few packets), so that a caller without a
-//!   handshake (a test driving the callbacks from 0) is never re-initialised. Not modelled:
+//!   head. Starts are looked for only until the first ACK of a 1-RTT packet, and only while
+//!   the numbers stay below [`HANDSHAKE_MAX_PACKETS`] and fewer than [`HANDSHAKE_MAX_FRAMES`]
+//!   ACK frames came before any start (a handshake is a few packets), so that a caller
+//!   without a handshake (a test driving the callbacks from 0) is never re-initialised. Not modelled:
 //!   RFC 5681's one-segment window after a lost SYN (a lost Initial is a loss like any other).
 //! - **Loss.** quinn reports a loss batch per detection, not per episode. As the kernel enters
 //!   `TCP_CA_Recovery` once per window of data (RFC 6582 `high_seq`), the adapter remembers when

@@ -141,6 +141,7 @@ impl Scenario {
             })?;
         check_workload(&file, src)?;
         check_ack(&file, src)?;
+        check_sender(&file, src)?;
         check_replay(&file, controllers.len(), src, threads)?;
         Ok(Scenario {
             source: src.to_string(),
@@ -308,6 +309,19 @@ fn check_workload(file: &ScenarioFile, src: &str) -> Result<(), ScenarioError> {
 }
 
 /// The ACK and loss-detection settings are in range.
+/// `[sender]`: an interface rate, when given, is above 0.
+fn check_sender(file: &ScenarioFile, src: &str) -> Result<(), ScenarioError> {
+    if file.sender.line_rate.is_some_and(|r| r.0 == 0) {
+        return Err(invalid(
+            src,
+            "sender.line_rate",
+            "0 bit/s",
+            "a rate above 0, e.g. \"10g\", or no line_rate (no interface)",
+        ));
+    }
+    Ok(())
+}
+
 fn check_ack(file: &ScenarioFile, src: &str) -> Result<(), ScenarioError> {
     if let Some(t) = file.ack.ack_eliciting_threshold {
         if t > 1000 {
