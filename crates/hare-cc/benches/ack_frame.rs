@@ -5,8 +5,9 @@
 //! the window exceeds 1500 packets, so every variant runs the same congestion-avoidance
 //! sawtooth (with its rare congestion events inside the timed frames). Prints the ratio
 //! hare/quinn at the end, twice: from the iterations criterion timed (total time / total
-//! frames per variant), and from an interleaved run (variants measured in turn, median of
-//! the rounds; `HARE_BENCH_ROUNDS`, default 100), the robust figure on a shared machine.
+//! frames per variant), and from an interleaved run (variants measured in turn; the median
+//! over the rounds of each round's ratio, `HARE_BENCH_ROUNDS` rounds, default 100), the robust
+//! figure on a shared machine whose clock and load change between rounds.
 //!
 //! Run: `cargo bench -p hare-cc --bench ack_frame -- --measurement-time 3 --warm-up-time 1`
 //! (`HARE_BENCH_ONLY=quinn-cubic,hare-cubic-linux-6` limits the interleaved run to those
@@ -187,9 +188,10 @@ fn ack_frame(c: &mut Criterion) {
 }
 
 /// Interleaved measurement: rounds of `FRAMES` frames per variant in turn, so that a load
-/// change on the (shared, 2-core) machine hits every variant alike; the median ns per frame
-/// over the rounds.
-fn interleaved(rounds: usize) -> Vec<(&'static str, f64)> {
+/// change on the (shared, 2-core) machine hits every variant alike. Per variant: the median
+/// ns per frame over the rounds, and the median over the rounds of its ratio to quinn-cubic's
+/// frame time in the same round (paired, so a clock or load change between rounds cancels).
+fn interleaved(rounds: usize) -> Vec<(&'static str, f64, Option<f64>)> {
     const FRAMES: u32 = 20_000;
     let rtt = pair::rtt_estimator();
     // `HARE_BENCH_ONLY=a,b`: only these variants (e.g. under a profiler).
@@ -212,12 +214,23 @@ fn interleaved(rounds: usize) -> Vec<(&'static str, f64)> {
             black_box(steady.ctrl.window());
         }
     }
+    let quinn: Option<Vec<f64>> = runs
+        .iter()
+        .find(|(name, _, _)| *name == "quinn-cubic")
+        .map(|(_, _, samples)| samples.clone());
     runs.into_iter()
-        .map(|(name, _, mut samples)| {
-            samples.sort_by(|a, b| a.total_cmp(b));
-            (name, samples[samples.len() / 2])
+        .map(|(name, _, samples)| {
+            let ratio = quinn
+                .as_ref()
+                .map(|q| median(samples.iter().zip(q).map(|(h, q)| h / q).collect()));
+            (name, median(samples), ratio)
         })
         .collect()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 fn report() {
@@ -234,29 +247,30 @@ fn report() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(100);
     let inter = interleaved(rounds);
-    let quinn = |v: &[(&str, f64)]| {
-        v.iter()
-            .find(|(n, _)| *n == "quinn-cubic")
-            .map(|(_, ns)| *ns)
-    };
+    let quinn = criterion
+        .iter()
+        .find(|(n, _)| *n == "quinn-cubic")
+        .map(|(_, ns)| *ns);
     println!("\nack_frame: ns per ACK frame ({PER_FRAME} packets + refill), ratio to quinn-cubic");
     println!(
-        "  {:<28} {:>14} {:>7}   {:>22} {:>7}",
-        "variant", "criterion mean", "ratio", "interleaved median", "ratio"
+        "  {:<28} {:>14} {:>7}   {:>22} {:>13}",
+        "variant", "criterion mean", "ratio", "interleaved median", "paired ratio"
     );
-    for (name, ns) in &inter {
+    for (name, ns, ratio) in &inter {
         let c = criterion.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
-        let c_ratio = c.zip(quinn(&criterion)).map(|(a, q)| a / q);
-        let i_ratio = quinn(&inter).map(|q| ns / q);
+        let c_ratio = c.zip(quinn).map(|(a, q)| a / q);
         println!(
-            "  {name:<28} {:>11.1} ns {:>6.2}x   {:>19.1} ns {:>6.2}x",
+            "  {name:<28} {:>11.1} ns {:>6.2}x   {:>19.1} ns {:>12.2}x",
             c.unwrap_or(f64::NAN),
             c_ratio.unwrap_or(f64::NAN),
             ns,
-            i_ratio.unwrap_or(f64::NAN)
+            ratio.unwrap_or(f64::NAN)
         );
     }
-    println!("  (interleaved: {rounds} rounds of 20,000 frames per variant, in turn)");
+    println!(
+        "  (interleaved: {rounds} rounds of 20,000 frames per variant, in turn; paired ratio: \
+         median over the rounds of the variant's time / quinn-cubic's in the same round)"
+    );
 }
 
 criterion_group!(benches, ack_frame);

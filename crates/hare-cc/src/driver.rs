@@ -169,7 +169,7 @@ impl KernelCc {
         let mut out = HookOut::default();
         let (module, mut ctx) = self.hook_parts(ack.now_us, now_j, &mut out);
         module.pkts_acked(&mut ctx, &sample);
-        self.hook_done(out);
+        self.hook_done(&out);
     }
 
     /// `ca_ops->cong_avoid()` (`tcp_cong_avoid()`), with `prior_in_flight` for the era's
@@ -184,7 +184,7 @@ impl KernelCc {
         let mut out = HookOut::default();
         let (module, mut ctx) = self.hook_parts(ack.now_us, now_j, &mut out);
         module.cong_avoid(&mut ctx, &args);
-        self.hook_done(out);
+        self.hook_done(&out);
     }
 
     fn loss_reaction(&mut self, now_us: u64, loss: LossSignal) {

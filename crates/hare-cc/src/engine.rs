@@ -137,7 +137,7 @@ impl KernelCc {
         let mut out = HookOut::default();
         let (module, mut ctx) = self.hook_parts(now_us, now_j, &mut out);
         let r = hook(module, &mut ctx);
-        self.hook_done(out);
+        self.hook_done(&out);
         r
     }
 
@@ -165,14 +165,16 @@ impl KernelCc {
 
     /// Report what a hook decided (see [`KernelCc::hook_parts`]).
     #[inline(always)]
-    pub(crate) fn hook_done(&mut self, out: HookOut) {
+    pub(crate) fn hook_done(&mut self, out: &HookOut) {
+        // By reference: a copy of `out` (written field by field by the hook) would be read
+        // back with wide loads that cannot be forwarded from those narrow stores.
         if !out.is_empty() {
             self.absorb(out);
         }
     }
 
     #[cold]
-    fn absorb(&mut self, out: HookOut) {
+    fn absorb(&mut self, out: &HookOut) {
         self.guards = self.guards.saturating_add(out.guards);
         if let Some(change) = out.css {
             self.events.push(change.event());
