@@ -9,7 +9,7 @@
 //! `tcp_congestion_ops` hooks
 //! of the algorithm and era one at a time: [`KernelCc::hook_pkts_acked`],
 //! [`KernelCc::hook_cong_avoid`], [`KernelCc::hook_ssthresh`], [`KernelCc::hook_set_state`],
-//! [`KernelCc::undo_cwnd`]. Whole ACKs in the era's order are [`KernelCc::on_ack`].
+//! [`KernelCc::hook_cwnd_event_tx_start`], [`KernelCc::undo_cwnd`]. Whole ACKs in the era's order are [`KernelCc::on_ack`].
 //!
 //! ```
 //! use hare_cc::engine::{AckEvent, KernelCc};
@@ -40,7 +40,7 @@ pub use crate::engine::{AckEvent, CcModule, KernelCc, LossSignal};
 pub use crate::reno::Reno;
 pub use crate::tcp_sock::{CaState, PacingInputs, TcpSock, TCP_INFINITE_SSTHRESH};
 
-use crate::ops::CongestionOps;
+use crate::ops::{CaEvent, CongestionOps};
 
 /// A state to start the model from. Fields left `None` keep what `init` gave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +60,12 @@ pub struct StartState {
     /// jiffies of [`KernelCc::clock`]; CUBIC's `delay_min` and HyStart round state are in
     /// [`crate::cubic::Cubic::ss`]); must match the algorithm.
     pub module: Option<CcModule>,
+    /// `tp->srtt_us`: the smoothed RTT in the kernel's scaling (8 times microseconds).
+    /// `None` keeps the model's (0 before any RTT sample) and its pacing rate. With a value,
+    /// the pacing rate that HyStart's ACK-train cushion reads from 5.6 on (`sk_pacing_rate`
+    /// in `hystart_ack_delay()`) is recomputed from the start state as
+    /// `tcp_update_pacing_rate()` computes it.
+    pub srtt_us: Option<u32>,
 }
 
 impl Default for StartState {
@@ -72,6 +78,7 @@ impl Default for StartState {
             ca_state: CaState::Open,
             cwnd_limited: true,
             module: None,
+            srtt_us: None,
         }
     }
 }
@@ -113,6 +120,10 @@ impl KernelCc {
         tp.ca_state = s.ca_state;
         tp.is_cwnd_limited = s.cwnd_limited;
         tp.max_packets_out = if s.cwnd_limited { tp.snd_cwnd } else { 0 };
+        if let Some(srtt) = s.srtt_us {
+            tp.srtt_us = srtt;
+            tp.update_pacing_rate(self.profile.pacing_ss_ratio, self.profile.pacing_ca_ratio);
+        }
         let _ = self.drain_events().count();
         Ok(())
     }
@@ -143,6 +154,18 @@ impl KernelCc {
     pub fn hook_ssthresh(&mut self) -> u32 {
         self.before_growth.close();
         self.alg_ssthresh()
+    }
+
+    /// `cwnd_event(CA_EVENT_TX_START)` alone, as `tcp_event_data_sent()` raises it when data
+    /// is sent with nothing in flight, `idle_jiffies` after the last send (`tcp_jiffies32 -
+    /// tp->lsndtime`). CUBIC from 2015 on (profile key `idle_restart`) moves `epoch_start` by
+    /// the idle time; the other modules ignore it. Whole sends are [`KernelCc::on_sent`].
+    pub fn hook_cwnd_event_tx_start(&mut self, now_us: u64, idle_jiffies: i32) {
+        self.before_growth.close();
+        self.t_us = now_us;
+        self.run_hook(now_us, |m, ctx| {
+            m.cwnd_event(ctx, CaEvent::TxStart { idle_jiffies })
+        });
     }
 
     /// `tcp_set_ca_state()`: the module's `set_state` (CUBIC / BIC reset on `Loss`:

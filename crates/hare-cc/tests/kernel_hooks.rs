@@ -99,3 +99,59 @@ fn start_state_is_checked() {
     };
     assert_eq!(cc.start_from(&zero), Err(StartError::ZeroCwnd));
 }
+
+#[test]
+fn a_start_srtt_sets_the_pacing_rate_hystart_reads() {
+    // tcp_update_pacing_rate(): mss * ((USEC_PER_SEC / 100) << 3) * ratio * max(cwnd,
+    // packets_out) / srtt_us, ratio 200 below ssthresh / 2 (infinite here): 1448 * 80000 *
+    // 200 * 100 / 640000 = 3,620,000 bytes/s (100 segments per 80 ms, doubled).
+    let p = profile("linux-6", &[]);
+    let mut cc = KernelCc::new(Algorithm::Cubic, &p, true, 1448);
+    assert_eq!(cc.pacing_rate(), 0, "no RTT sample yet");
+    let start = StartState {
+        cwnd: 100,
+        srtt_us: Some(80_000 << 3),
+        ..StartState::default()
+    };
+    assert_eq!(cc.start_from(&start), Ok(()));
+    assert_eq!(cc.pacing_rate(), 3_620_000);
+    // hystart_ack_delay(): min(1000 us, 65536 * 4 * 10^6 / 3,620,000 = 72,415 us).
+    assert_eq!(cc.hystart_ack_delay_us(), 1000);
+    // Without srtt the rate stays what the model had.
+    let again = StartState {
+        cwnd: 50,
+        ..StartState::default()
+    };
+    assert_eq!(cc.start_from(&again), Ok(()));
+    assert_eq!(cc.pacing_rate(), 3_620_000);
+}
+
+#[test]
+fn tx_start_after_idle_moves_cubics_epoch_in_the_eras_that_do() {
+    // bictcp_cwnd_event(CA_EVENT_TX_START) ("tcp_cubic: better follow cubic curve after idle
+    // period", 2015; profile key idle_restart): epoch_start += idle time, but not past now.
+    for (name, moves) in [("linux-6", true), ("linux-2.6.39", false)] {
+        let p = profile(name, &[("hz", "1000")]);
+        let mut cc = KernelCc::new(Algorithm::Cubic, &p, true, 1448);
+        let now_us = 2_000_000;
+        let now_j = cc.clock().jiffies(now_us);
+        let mut c = Cubic::new(&p);
+        c.epoch_start = now_j.wrapping_sub(1000);
+        let start = StartState {
+            module: Some(CcModule::Cubic(c)),
+            ..StartState::default()
+        };
+        assert_eq!(cc.start_from(&start), Ok(()));
+        cc.hook_cwnd_event_tx_start(now_us, 100);
+        let shifted = if moves { 900 } else { 1000 };
+        assert_eq!(cc.epoch_start(), now_j.wrapping_sub(shifted), "{name}");
+        // An idle time longer than the epoch: the epoch starts now.
+        cc.hook_cwnd_event_tx_start(now_us, 5000);
+        let expected = if moves {
+            now_j
+        } else {
+            now_j.wrapping_sub(1000)
+        };
+        assert_eq!(cc.epoch_start(), expected, "{name}");
+    }
+}
