@@ -472,3 +472,109 @@ fn a_one_shot_job_with_a_failed_file_exits_3() {
     assert_eq!(outcome.failures().count(), 1, "{:?}", outcome.files);
     assert_eq!(wait_exit(&mut r), Some(3), "files failed");
 }
+
+/// Not a test of its own: the sender process that
+/// `a_killed_sender_is_said_as_a_sender_that_went_away` starts and then SIGKILLs (a sender
+/// in this process could not be killed without the receiver hearing a close).
+#[test]
+#[ignore = "run as a child process by a_killed_sender_is_said_as_a_sender_that_went_away"]
+fn sender_process_for_the_kill_test() {
+    let Some(addr) = std::env::var("HARE_TEST_SEND_TO")
+        .ok()
+        .and_then(|a| a.parse().ok())
+    else {
+        return;
+    };
+    let pin = std::env::var("HARE_TEST_SEND_PIN")
+        .ok()
+        .and_then(|p| p.parse::<Fingerprint>().ok());
+    let job = SendJob::Bulk {
+        bytes: None,
+        seconds: Some(60.0),
+        streams: 1,
+    };
+    let mut opts = send_options(addr, pin.map(Trust::Pin), job);
+    if pin.is_none() {
+        opts.identity = None;
+        opts.tcp = Some(hare_transfer::TcpSendOptions::default());
+    }
+    opts.rate = Some(20_000_000);
+    // The connection's idle timeout is the smaller of the two ends': the receiver gives a
+    // silent sender up after 2 s instead of its own 30.
+    opts.liveness = hare_transfer::quic_config::Liveness {
+        idle_timeout: Duration::from_secs(2),
+        keep_alive: Duration::from_millis(500),
+    };
+    let _ = rt().block_on(send(opts, Stop::never()));
+}
+
+/// A sender SIGKILLed in the middle of a bulk job: hare-recv says the sender went away (QUIC:
+/// went silent until the idle timeout; kernel TCP: its kernel closed the connection), not
+/// "reading the control channel: connection lost".
+#[test]
+fn a_killed_sender_is_said_as_a_sender_that_went_away() {
+    let state = tempfile::tempdir().expect("tempdir");
+    let id = state.path().join("id");
+    let quic = ["--identity", id.to_str().expect("utf8")];
+    for (args, expected) in [
+        (
+            &quic[..],
+            "error: connection: the sender went silent: nothing heard from it within the idle \
+             timeout; the path or the sender is down",
+        ),
+        // Its kernel closes the sockets (or resets the one with unread data): either way the
+        // sender went away.
+        (&["--tcp"][..], "error: connection: the sender went away: "),
+    ] {
+        let r = start(args, &[]);
+        let mut child = Command::new(std::env::current_exe().expect("test binary"))
+            .args(["--exact", "sender_process_for_the_kill_test", "--ignored"])
+            .env("HARE_TEST_SEND_TO", r.addr.to_string())
+            .env("HARE_TEST_SEND_PIN", &r.fingerprint)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("sender process");
+        // The job is under way once the receiver prints its first line about it.
+        let t = Instant::now();
+        let mut seen = Vec::new();
+        while !seen.iter().any(|l: &String| l.contains("bulk"))
+            && t.elapsed() < Duration::from_secs(20)
+        {
+            if let Ok(line) = r.lines.recv_timeout(Duration::from_millis(200)) {
+                seen.push(line);
+            }
+        }
+        assert!(
+            seen.iter().any(|l| l.contains("bulk")),
+            "no job began: {seen:?}"
+        );
+        std::thread::sleep(Duration::from_millis(1000));
+        child.kill().expect("SIGKILL the sender");
+        let _ = child.wait();
+        let killed = Instant::now();
+        let mut said = None;
+        while said.is_none() && killed.elapsed() < Duration::from_secs(15) {
+            if let Ok(line) = r.lines.recv_timeout(Duration::from_millis(200)) {
+                if line.contains("error:") {
+                    said = Some((line, killed.elapsed()));
+                } else {
+                    seen.push(line);
+                }
+            }
+        }
+        let (line, after) = said.unwrap_or_else(|| panic!("{args:?}: nothing said: {seen:?}"));
+        assert!(line.contains(expected), "{args:?}: {line}");
+        assert!(
+            line.contains("the path or the sender is down")
+                || line.contains("the sender is down or was stopped"),
+            "{line}"
+        );
+        assert!(!line.contains("connection lost"), "{line}");
+        // QUIC: the 2 s idle timeout the sender asked for; TCP: at once.
+        assert!(
+            after < Duration::from_secs(6),
+            "{args:?}: said {after:?} after the kill"
+        );
+    }
+}

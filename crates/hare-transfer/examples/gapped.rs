@@ -215,6 +215,7 @@ async fn attacker(relay: SocketAddr, fp: Fingerprint, stop: Arc<AtomicBool>) {
         controller: "gapped".into(),
         interval_s: None,
         reverse: None,
+        ends_bulk: false,
     };
     protocol::write_frame(&mut s, &hello).await.expect("hello");
     let mut streams = Vec::new();

@@ -183,14 +183,19 @@ impl DataIn {
                     Ok(Some((off, c.bytes)))
                 }
                 Ok(None) => Ok(None),
-                Err(e) => Err(TransferError::Connection(format!("reading a stream: {e}"))),
+                // Only the receiver reads data streams: a lost connection is a sender gone.
+                Err(e) => Err(TransferError::Connection(
+                    crate::sender_gone::of_read_error(&e)
+                        .unwrap_or_else(|| format!("reading a stream: {e}")),
+                )),
             },
             DataIn::Tcp(s, pos) => {
                 let mut buf = BytesMut::with_capacity(TCP_READ);
-                let n = s
-                    .read_buf(&mut buf)
-                    .await
-                    .map_err(|e| TransferError::Connection(format!("TCP read: {e}")))?;
+                let n = s.read_buf(&mut buf).await.map_err(|e| {
+                    TransferError::Connection(
+                        crate::sender_gone::words(&e).unwrap_or_else(|| format!("TCP read: {e}")),
+                    )
+                })?;
                 if n == 0 {
                     return Ok(None);
                 }

@@ -37,6 +37,7 @@ pub mod recvfile;
 pub mod report;
 pub mod sampler;
 pub mod sender;
+mod sender_gone;
 pub mod senders;
 pub mod sendfiles;
 pub mod socket;

@@ -150,6 +150,19 @@ pub enum ToReceiver {
         /// (hellos that carry it are of version [`REVERSE_VERSION`]).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reverse: Option<Reverse>,
+        /// The sender ends a bulk job with [`ToReceiver::BulkEnd`] when the receiver lists
+        /// [`feature::BULK_END`] (absent, false, from older senders).
+        #[serde(default, skip_serializing_if = "is_false")]
+        ends_bulk: bool,
+    },
+    /// The bulk job's data is all sent and every data channel ended: `bytes` of payload over
+    /// all streams. Over kernel TCP the end of a data stream does not tell a sender that
+    /// finished from one whose process died (its kernel closes the socket the same way), so
+    /// the receiver takes the job as complete only with this message (only to receivers that
+    /// list [`feature::BULK_END`]).
+    BulkEnd {
+        /// Payload bytes the sender handed to the transport, all streams.
+        bytes: u64,
     },
     /// Ask for the receiver's byte count (answered by [`ToSender::Progress`]).
     ProgressRequest {
@@ -496,6 +509,13 @@ pub mod feature {
     pub const LINKS: &str = "links";
     /// Changed files sent again within the job (`file-retry`, `file-restart`).
     pub const RETRY: &str = "retry";
+    /// The sender's `bulk-end` at the end of a bulk job.
+    pub const BULK_END: &str = "bulk-end";
+}
+
+/// For `skip_serializing_if`: a false flag is left out of the message.
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// A symbolic link of a file job (`--links`): its name (checked like a file name) and its
@@ -620,6 +640,45 @@ mod tests {
     }
 
     #[test]
+    fn bulk_end_travels_and_a_hello_says_whether_its_sender_sends_it() {
+        let end = ToReceiver::BulkEnd { bytes: 12_345 };
+        let text = serde_json::to_string(&end).unwrap_or_default();
+        assert_eq!(text, r#"{"type":"bulk-end","bytes":12345}"#);
+        let back: Option<ToReceiver> = serde_json::from_str(&text).ok();
+        assert_eq!(back, Some(end));
+        let hello = ToReceiver::Hello {
+            version: PROTOCOL_VERSION,
+            software: "s".into(),
+            token: None,
+            job: Job::Bulk {
+                bytes: None,
+                seconds: Some(1.0),
+                streams: 1,
+            },
+            window: 1,
+            controller: "c".into(),
+            interval_s: None,
+            reverse: None,
+            ends_bulk: true,
+        };
+        let text = serde_json::to_string(&hello).unwrap_or_default();
+        assert!(text.ends_with(r#""ends_bulk":true}"#), "{text}");
+        // An older sender's hello has no flag: it does not send bulk-end.
+        let old = text.replace(r#","ends_bulk":true"#, "");
+        let back: Option<ToReceiver> = serde_json::from_str(&old).ok();
+        assert!(
+            matches!(
+                back,
+                Some(ToReceiver::Hello {
+                    ends_bulk: false,
+                    ..
+                })
+            ),
+            "{old}"
+        );
+    }
+
+    #[test]
     fn reverse_hellos_travel_and_older_hellos_still_read() {
         let hello = ToReceiver::Hello {
             version: REVERSE_VERSION,
@@ -634,6 +693,7 @@ mod tests {
             controller: "c".into(),
             interval_s: None,
             reverse: Some(Reverse { rate_bps: Some(8) }),
+            ends_bulk: false,
         };
         let text = serde_json::to_string(&hello).unwrap_or_default();
         assert!(text.ends_with(r#""reverse":{"rate_bps":8}}"#), "{text}");

@@ -37,6 +37,7 @@ fn bulk_hello(bytes: u64, token: Option<&str>) -> ToReceiver {
         controller: "hostile".into(),
         interval_s: None,
         reverse: None,
+        ends_bulk: false,
     }
 }
 

@@ -388,6 +388,7 @@ fn hello_with(files: Vec<FileEntry>) -> ToReceiver {
         controller: "test".into(),
         interval_s: None,
         reverse: None,
+        ends_bulk: false,
     }
 }
 
@@ -443,6 +444,7 @@ fn receiver_survives_misbehaving_clients_and_bounds_jobs() {
         controller: "test".into(),
         interval_s: None,
         reverse: None,
+        ends_bulk: false,
     };
     let a = rt().block_on(raw_hello(f.recv.addr, fp, &streams));
     assert!(
@@ -462,6 +464,7 @@ fn receiver_survives_misbehaving_clients_and_bounds_jobs() {
         controller: "test".into(),
         interval_s: None,
         reverse: None,
+        ends_bulk: false,
     };
     let a = rt().block_on(raw_hello(f.recv.addr, fp, &old));
     assert!(

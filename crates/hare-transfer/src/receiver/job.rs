@@ -142,7 +142,17 @@ pub(super) async fn run_job(
     let mut log = start_log(&ctx, &hello, &accepted, grant, interval, printer)?;
     log_failed_links(&hello, &accepted, &mut log);
     let ctl_rx = spawn_control_reader(ctl_r);
-    let mut job = Running::new(&ctx, accepted, channels, t0, interval);
+    // Over kernel TCP a data stream's end does not tell a finished sender from a dead one:
+    // a bulk job of a sender that ends its jobs with `bulk-end` waits for it.
+    let needs_end = ctx.transport == Transport::Tcp
+        && matches!(
+            hello,
+            ToReceiver::Hello {
+                ends_bulk: true,
+                ..
+            }
+        );
+    let mut job = Running::new(&ctx, accepted, channels, t0, interval, needs_end);
     let abort = job.serve(&mut out, &mut log, ctl_rx, data_rx).await;
     finish(&ctx, job, abort, &mut out, log, t0, cpu).await
 }
@@ -233,7 +243,11 @@ async fn welcome(
         session: ctx
             .session
             .map(|s| s.iter().map(|b| format!("{b:02x}")).collect()),
-        features: vec![feature::LINKS.to_owned(), feature::RETRY.to_owned()],
+        features: vec![
+            feature::LINKS.to_owned(),
+            feature::RETRY.to_owned(),
+            feature::BULK_END.to_owned(),
+        ],
         links,
     })
     .await?;
@@ -377,6 +391,8 @@ async fn finish(
     t0: Instant,
     cpu: CpuClock,
 ) -> Result<()> {
+    // A sender that went away is said as one (the stream error alone reads "connection lost").
+    let abort = abort.map(crate::sender_gone::in_receiver_words);
     let end_s = t0.elapsed().as_secs_f64();
     let streams = job.stream_counts();
     let total = job.received(&streams);

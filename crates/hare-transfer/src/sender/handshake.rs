@@ -62,6 +62,7 @@ pub(super) async fn hello(
             reverse: opts.reverse.then_some(Reverse {
                 rate_bps: opts.rate,
             }),
+            ends_bulk: !opts.reverse,
         },
     )
     .await?;

@@ -464,7 +464,10 @@ fn start_job(j: StartJob<'_>) -> Started {
     let mut tasks = DataTasks::new();
     let bar = match job {
         Job::Bulk { .. } => {
-            spawn_bulk(&mut tasks, job, &shared, t0);
+            let say_end = features
+                .iter()
+                .any(|f| f == crate::protocol::feature::BULK_END);
+            spawn_bulk(&mut tasks, job, &shared, t0, say_end);
             None
         }
         Job::Files { .. } => spawn_files(

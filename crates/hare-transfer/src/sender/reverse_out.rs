@@ -237,7 +237,8 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
         },
     };
     let mut tasks = DataTasks::new();
-    spawn_bulk(&mut tasks, &b.job, &shared, t0);
+    // Reverse mode keeps its own end (the taking side counts the streams).
+    spawn_bulk(&mut tasks, &b.job, &shared, t0, false);
     let stall = watch_stall(opener.clone(), shared.written.clone(), b.stall_timeout);
     let mut inputs = Inputs {
         ctl_rx,

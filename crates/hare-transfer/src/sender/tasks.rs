@@ -2,7 +2,7 @@
 //! streaming at a time; a file waiting for its verdict does not count).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -54,7 +54,16 @@ pub(super) fn pacer(rate: Option<u64>) -> Option<Arc<Pacer>> {
 
 /// Start the bulk writers of a bulk job: `-n` split evenly (the first streams take the
 /// remainder), `-T` as a deadline from `t0`.
-pub(super) fn spawn_bulk(tasks: &mut DataTasks, job: &Job, shared: &DataShared, t0: Instant) {
+///
+/// With `say_end` (the receiver lists `bulk-end`) the stream that ends last, once all ended
+/// well, tells the receiver on the control channel that the job's data is all sent.
+pub(super) fn spawn_bulk(
+    tasks: &mut DataTasks,
+    job: &Job,
+    shared: &DataShared,
+    t0: Instant,
+    say_end: bool,
+) {
     let Job::Bulk {
         bytes,
         seconds,
@@ -66,6 +75,7 @@ pub(super) fn spawn_bulk(tasks: &mut DataTasks, job: &Job, shared: &DataShared, 
     let pattern = Bytes::from((0..CHUNK).map(|i| (i % 251) as u8).collect::<Vec<u8>>());
     let deadline = seconds.map(|s| t0 + Duration::from_secs_f64(s));
     let n = u64::from(*streams);
+    let running = Arc::new(AtomicUsize::new(usize::from(*streams)));
     for i in 0..*streams {
         let plan = BulkPlan {
             index: u32::from(i),
@@ -76,8 +86,18 @@ pub(super) fn spawn_bulk(tasks: &mut DataTasks, job: &Job, shared: &DataShared, 
         let opener = shared.opener.clone();
         let flag = shared.stop_flag.clone();
         let (pacer, pattern) = (shared.pacer.clone(), pattern.clone());
+        let written = plan.written.clone();
+        let end = say_end.then(|| (shared.out_tx.clone(), running.clone()));
         tasks.spawn(async move {
             bulk_writer(opener, plan, flag, pacer, pattern).await?;
+            if let Some((out, running)) = end {
+                if running.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    let bytes = written.load(Ordering::Relaxed);
+                    // A closed writer is a control channel already broken: the run loop
+                    // hears of it from there.
+                    let _ = out.send(ToReceiver::BulkEnd { bytes }).await;
+                }
+            }
             Ok(None)
         });
     }

@@ -69,6 +69,7 @@ pub fn files_hello(files: &[(&str, u64)], force: bool, token: Option<&str>) -> T
         controller: "hostile".into(),
         interval_s: None,
         reverse: None,
+        ends_bulk: false,
     }
 }
 

@@ -56,6 +56,11 @@ pub(super) struct Running {
     batch: Option<Batch>,
     /// Files sent again: the manifest entries, names and retries so far.
     again: Again,
+    /// A bulk job over kernel TCP from a sender that says `bulk-end`: complete only once it
+    /// came (`bulk_end`).
+    needs_bulk_end: bool,
+    /// The sender's `bulk-end` (its payload count), once it came.
+    bulk_end: Option<u64>,
 }
 
 /// What sending a file again needs: the manifest entries (a retry changes only the size and
@@ -87,6 +92,7 @@ impl Running {
         expected: usize,
         t0: Instant,
         interval: Duration,
+        needs_end: bool,
     ) -> Self {
         let (mut links, mut failed_links) = (0, 0);
         let mut again = Again {
@@ -147,7 +153,14 @@ impl Running {
             srtt: ctx.conn.clone(),
             batch: None,
             again,
+            needs_bulk_end: needs_end && !files_job,
+            bulk_end: None,
         }
+    }
+
+    /// Every data channel is done, but the sender has not said `bulk-end` yet.
+    fn awaiting_bulk_end(&self) -> bool {
+        self.needs_bulk_end && self.bulk_end.is_none()
     }
 
     /// Run until every channel finished (`None`) or the job must end (`Some(why)`).
@@ -165,12 +178,12 @@ impl Running {
         let far = self.t0 + Duration::from_secs(u64::from(u32::MAX));
         let deadline = tokio::time::sleep_until(self.deadline.unwrap_or(far).into());
         tokio::pin!(deadline);
-        while self.finished < self.expected {
+        while self.finished < self.expected || self.awaiting_bulk_end() {
             let due = self.batch.as_ref().and_then(Batch::due);
             let step = tokio::select! {
                 _ = ticker.tick() => self.tick(out, log).await,
                 m = ctl_rx.recv() => self.control(m, out, log).await,
-                d = data_rx.recv() => self.data(d, &fin_tx),
+                d = data_rx.recv(), if self.finished < self.expected => self.data(d, &fin_tx),
                 f = fin_rx.recv() => self.verdict(f, out, log).await,
                 _ = tokio::time::sleep_until(due.unwrap_or(far).into()), if due.is_some() => {
                     self.flush(out, log).await
@@ -291,7 +304,9 @@ impl Running {
             Some(Ctl::Closed(Some(e))) => return Step::Stop(Some(e)),
             Some(Ctl::Closed(None)) | None => {
                 return Step::Stop(Some(TransferError::Connection(
-                    "the sender closed the control channel before the job ended".into(),
+                    "the sender went away: it closed the control channel before the job ended; \
+                     the sender is down or was stopped"
+                        .into(),
                 )))
             }
         };
@@ -322,6 +337,13 @@ impl Running {
             } => self.abandoned(index, &reason, unsent, out, log).await,
             ToReceiver::Hello { .. } => {
                 Step::Stop(Some(TransferError::Protocol("a second hello".into())))
+            }
+            ToReceiver::BulkEnd { .. } if self.files_job => Step::Stop(Some(
+                TransferError::Protocol("bulk-end in a file job".into()),
+            )),
+            ToReceiver::BulkEnd { bytes } => {
+                self.bulk_end = Some(bytes);
+                Step::Go
             }
             ToReceiver::FileRetry {
                 index,
