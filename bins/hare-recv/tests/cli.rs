@@ -510,7 +510,7 @@ fn sender_process_for_the_kill_test() {
 
 /// A sender SIGKILLed in the middle of a bulk job: hare-recv says the sender went away (QUIC:
 /// went silent until the idle timeout; kernel TCP: its kernel closed the connection), not
-/// "reading the control channel: connection lost".
+/// "reading the control channel: connection lost", and says it once.
 #[test]
 fn a_killed_sender_is_said_as_a_sender_that_went_away() {
     let state = tempfile::tempdir().expect("tempdir");
@@ -575,6 +575,15 @@ fn a_killed_sender_is_said_as_a_sender_that_went_away() {
         assert!(
             after < Duration::from_secs(6),
             "{args:?}: said {after:?} after the kill"
+        );
+        // Said once: no log line repeats the cause after the job's report.
+        let mut later = Vec::new();
+        while let Ok(l) = r.lines.recv_timeout(Duration::from_millis(500)) {
+            later.push(l);
+        }
+        assert!(
+            !later.iter().any(|l| l.contains("the sender went")),
+            "{args:?}: said again: {later:?}"
         );
     }
 }

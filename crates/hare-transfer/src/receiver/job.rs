@@ -417,6 +417,9 @@ async fn finish(
                 message: e.to_string(),
             },
         });
+        if ctx.opts.output.text() {
+            super::quic::said_in_report();
+        }
     }
     let srtt = ctx
         .conn

@@ -73,19 +73,41 @@ pub(super) async fn serve_quic(
             };
             break r;
         }
-        tokio::spawn(async move {
+        tokio::spawn(said_scope(async move {
             let r = fut.await;
             log_end(peer, &r);
-        });
+        }));
     };
     endpoint.close(VarInt::from_u32(close::BUSY), b"receiver shutting down");
     let _ = tokio::time::timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
     result
 }
 
+tokio::task_local! {
+    /// Set when the connection's job printed how it ended as a text line of its own report
+    /// ([`said_in_report`]): its end is then not logged again (each cause is said once).
+    static SAID: std::cell::Cell<bool>;
+}
+
+/// Run one connection's task where its job can say it reported its end.
+pub(super) fn said_scope<F: std::future::Future>(
+    f: F,
+) -> impl std::future::Future<Output = F::Output> {
+    SAID.scope(std::cell::Cell::new(false), f)
+}
+
+/// The job's report printed its abort as text (no effect outside [`said_scope`]: a
+/// one-shot job's end is said by hare-recv's own final line).
+pub(super) fn said_in_report() {
+    let _ = SAID.try_with(|s| s.set(true));
+}
+
 /// One line for a connection that ended badly (refusals, busy ones too, were logged when
-/// sent).
+/// sent), unless its job's report already said it.
 pub(super) fn log_end(peer: SocketAddr, r: &Result<()>) {
+    if SAID.try_with(std::cell::Cell::get).unwrap_or(false) {
+        return;
+    }
     let (kind, what) = match r {
         Ok(()) | Err(TransferError::Refused(_) | TransferError::Busy(_)) => return,
         Err(TransferError::Timeout(_)) => ("timeout", "dropped"),

@@ -55,7 +55,7 @@ pub(super) async fn serve_tcp(
             done_tx.clone(),
             names.clone(),
         );
-        tokio::spawn(async move {
+        tokio::spawn(super::quic::said_scope(async move {
             let r = tcp_socket(opts.clone(), sock, peer, gate, sessions, names).await;
             drop(p);
             if let Some(r) = r {
@@ -65,7 +65,7 @@ pub(super) async fn serve_tcp(
                     log_end(peer, &r);
                 }
             }
-        });
+        }));
     }
 }
 
