@@ -176,7 +176,7 @@ pub fn split_host_port(s: &str, default_port: u16) -> Result<(String, u16)> {
     if let Some(rest) = s.strip_prefix('[') {
         let (host, tail) = rest.split_once(']').ok_or_else(bad)?;
         let port = match tail.strip_prefix(':') {
-            Some(p) => p.parse().map_err(|_| bad())?,
+            Some(p) => port_of(s, p)?,
             None if tail.is_empty() => default_port,
             None => return Err(bad()),
         };
@@ -189,10 +189,25 @@ pub fn split_host_port(s: &str, default_port: u16) -> Result<(String, u16)> {
             if h.is_empty() {
                 return Err(bad());
             }
-            Ok((h.to_owned(), p.parse().map_err(|_| bad())?))
+            Ok((h.to_owned(), port_of(s, p)?))
         }
         _ if s.parse::<std::net::Ipv6Addr>().is_ok() => Ok((s.to_owned(), default_port)),
         _ => Err(bad()),
+    }
+}
+
+/// The port of the receiver address `s`: digits naming a port from 1 to 65535.
+fn port_of(s: &str, p: &str) -> Result<u16> {
+    if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(TransferError::Usage(format!(
+            "bad receiver address `{s}`: expected HOST[:PORT]"
+        )));
+    }
+    match p.parse::<u16>() {
+        Ok(port) if port > 0 => Ok(port),
+        _ => Err(TransferError::Usage(format!(
+            "bad receiver address `{s}`: port {p} is out of range (1-65535)"
+        ))),
     }
 }
 
@@ -508,6 +523,14 @@ mod tests {
         assert_eq!(split_host_port("[::1]", d).ok(), Some(("::1".into(), d)));
         assert_eq!(split_host_port("::1", d).ok(), Some(("::1".into(), d)));
         assert!(split_host_port("h:x", d).is_err());
+        for bad in ["127.0.0.1:99999", "h:0", "[::1]:65536"] {
+            let e = split_host_port(bad, d).map(|_| ()).unwrap_err().to_string();
+            assert!(e.ends_with("is out of range (1-65535)"), "{bad}: {e}");
+        }
+        assert_eq!(
+            split_host_port("h:65535", d).ok(),
+            Some(("h".into(), 65535))
+        );
         assert!(split_host_port(":9", d).is_err());
         assert!(split_host_port("", d).is_err());
     }
