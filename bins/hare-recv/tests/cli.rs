@@ -587,3 +587,59 @@ fn a_killed_sender_is_said_as_a_sender_that_went_away() {
         );
     }
 }
+
+/// A sender stopped by its user (Ctrl-C) in the middle of a bulk job: the job ends with what
+/// arrived, as nuttcp's does, and hare-recv says that the sender stopped it early.
+#[test]
+fn a_sender_stopped_early_is_said_by_the_receiver() {
+    for tcp in [false, true] {
+        let state = tempfile::tempdir().expect("tempdir");
+        let id = state.path().join("id");
+        let args: &[&str] = if tcp {
+            &["--tcp"]
+        } else {
+            &["--identity", id.to_str().expect("utf8")]
+        };
+        let r = start(args, &[]);
+        let job = SendJob::Bulk {
+            bytes: None,
+            seconds: Some(30.0),
+            streams: 2,
+        };
+        let trust = (!tcp).then(|| Trust::Pin(r.fingerprint.parse().expect("pin")));
+        let mut opts = send_options(r.addr, trust, job);
+        if tcp {
+            opts.identity = None;
+            opts.tcp = Some(hare_transfer::TcpSendOptions::default());
+        }
+        opts.rate = Some(20_000_000);
+        let (trigger, stop) = hare_transfer::stop_pair();
+        let rt = rt();
+        let outcome = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(1200));
+                trigger.stop_because("Ctrl-C");
+            });
+            rt.block_on(send(opts, stop))
+        });
+        assert!(outcome.is_ok(), "tcp {tcp}: {outcome:?}");
+        let t = Instant::now();
+        let mut lines = Vec::new();
+        while t.elapsed() < Duration::from_secs(10) {
+            match r.lines.recv_timeout(Duration::from_millis(300)) {
+                Ok(l) => lines.push(l),
+                Err(_) if lines.iter().any(|l| l.contains(" %RX ")) => break,
+                Err(_) => {}
+            }
+        }
+        let said: Vec<_> = lines
+            .iter()
+            .filter(|l| l.contains("the sender was stopped before the job's end (interrupted)"))
+            .collect();
+        assert_eq!(said.len(), 1, "tcp {tcp}: {lines:?}");
+        assert!(
+            !lines.iter().any(|l| l.contains("error:")),
+            "tcp {tcp}: {lines:?}"
+        );
+    }
+}

@@ -158,11 +158,16 @@ pub enum ToReceiver {
     /// The bulk job's data is all sent and every data channel ended: `bytes` of payload over
     /// all streams. Over kernel TCP the end of a data stream does not tell a sender that
     /// finished from one whose process died (its kernel closes the socket the same way), so
-    /// the receiver takes the job as complete only with this message (only to receivers that
-    /// list [`feature::BULK_END`]).
+    /// the receiver takes the job as complete only with this message, on either transport
+    /// (only to receivers that list [`feature::BULK_END`], from senders whose hello says
+    /// `ends_bulk`).
     BulkEnd {
         /// Payload bytes the sender handed to the transport, all streams.
         bytes: u64,
+        /// The user stopped the sender before the job's size or time (Ctrl-C): the data
+        /// ended early on purpose (absent, false, otherwise).
+        #[serde(default, skip_serializing_if = "is_false")]
+        stopped: bool,
     },
     /// Ask for the receiver's byte count (answered by [`ToSender::Progress`]).
     ProgressRequest {
@@ -641,11 +646,23 @@ mod tests {
 
     #[test]
     fn bulk_end_travels_and_a_hello_says_whether_its_sender_sends_it() {
-        let end = ToReceiver::BulkEnd { bytes: 12_345 };
+        let end = ToReceiver::BulkEnd {
+            bytes: 12_345,
+            stopped: false,
+        };
         let text = serde_json::to_string(&end).unwrap_or_default();
         assert_eq!(text, r#"{"type":"bulk-end","bytes":12345}"#);
         let back: Option<ToReceiver> = serde_json::from_str(&text).ok();
         assert_eq!(back, Some(end));
+        let stopped = r#"{"type":"bulk-end","bytes":1,"stopped":true}"#;
+        let back: Option<ToReceiver> = serde_json::from_str(stopped).ok();
+        assert_eq!(
+            back,
+            Some(ToReceiver::BulkEnd {
+                bytes: 1,
+                stopped: true
+            })
+        );
         let hello = ToReceiver::Hello {
             version: PROTOCOL_VERSION,
             software: "s".into(),

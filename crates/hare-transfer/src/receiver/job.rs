@@ -142,16 +142,17 @@ pub(super) async fn run_job(
     let mut log = start_log(&ctx, &hello, &accepted, grant, interval, printer)?;
     log_failed_links(&hello, &accepted, &mut log);
     let ctl_rx = spawn_control_reader(ctl_r);
-    // Over kernel TCP a data stream's end does not tell a finished sender from a dead one:
-    // a bulk job of a sender that ends its jobs with `bulk-end` waits for it.
-    let needs_end = ctx.transport == Transport::Tcp
-        && matches!(
-            hello,
-            ToReceiver::Hello {
-                ends_bulk: true,
-                ..
-            }
-        );
+    // Over kernel TCP a data stream's end does not tell a finished sender from a dead one,
+    // and over either transport only `bulk-end` says whether the user stopped the sender
+    // early: a bulk job of a sender that ends its jobs with it waits for it (it is sent as
+    // the streams end).
+    let needs_end = matches!(
+        hello,
+        ToReceiver::Hello {
+            ends_bulk: true,
+            ..
+        }
+    );
     let mut job = Running::new(&ctx, accepted, channels, t0, interval, needs_end);
     let abort = job.serve(&mut out, &mut log, ctl_rx, data_rx).await;
     finish(&ctx, job, abort, &mut out, log, t0, cpu).await

@@ -87,15 +87,22 @@ pub(super) fn spawn_bulk(
         let flag = shared.stop_flag.clone();
         let (pacer, pattern) = (shared.pacer.clone(), pattern.clone());
         let written = plan.written.clone();
-        let end = say_end.then(|| (shared.out_tx.clone(), running.clone()));
+        let end = say_end.then(|| {
+            (
+                shared.out_tx.clone(),
+                running.clone(),
+                shared.stop_flag.clone(),
+            )
+        });
         tasks.spawn(async move {
             bulk_writer(opener, plan, flag, pacer, pattern).await?;
-            if let Some((out, running)) = end {
+            if let Some((out, running, stop)) = end {
                 if running.fetch_sub(1, Ordering::AcqRel) == 1 {
                     let bytes = written.load(Ordering::Relaxed);
+                    let stopped = stop.load(Ordering::Relaxed);
                     // A closed writer is a control channel already broken: the run loop
                     // hears of it from there.
-                    let _ = out.send(ToReceiver::BulkEnd { bytes }).await;
+                    let _ = out.send(ToReceiver::BulkEnd { bytes, stopped }).await;
                 }
             }
             Ok(None)

@@ -56,8 +56,8 @@ pub(super) struct Running {
     batch: Option<Batch>,
     /// Files sent again: the manifest entries, names and retries so far.
     again: Again,
-    /// A bulk job over kernel TCP from a sender that says `bulk-end`: complete only once it
-    /// came (`bulk_end`).
+    /// A bulk job from a sender that says `bulk-end`: complete only once it came
+    /// (`bulk_end`).
     needs_bulk_end: bool,
     /// The sender's `bulk-end` (its payload count), once it came.
     bulk_end: Option<u64>,
@@ -341,8 +341,18 @@ impl Running {
             ToReceiver::BulkEnd { .. } if self.files_job => Step::Stop(Some(
                 TransferError::Protocol("bulk-end in a file job".into()),
             )),
-            ToReceiver::BulkEnd { bytes } => {
+            ToReceiver::BulkEnd { bytes, stopped } => {
                 self.bulk_end = Some(bytes);
+                if stopped {
+                    log.event(Event {
+                        t_s: self.t0.elapsed().as_secs_f64(),
+                        kind: EventKind::Note {
+                            message: "the sender was stopped before the job's end \
+                                      (interrupted): the job ends with what arrived"
+                                .into(),
+                        },
+                    });
+                }
                 Step::Go
             }
             ToReceiver::FileRetry {
