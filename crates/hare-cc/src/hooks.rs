@@ -158,8 +158,9 @@ impl KernelCc {
 
     /// `cwnd_event(CA_EVENT_TX_START)` alone, as `tcp_event_data_sent()` raises it when data
     /// is sent with nothing in flight, `idle_jiffies` after the last send (`tcp_jiffies32 -
-    /// tp->lsndtime`). CUBIC from 2015 on (profile key `idle_restart`) moves `epoch_start` by
-    /// the idle time; the other modules ignore it. Whole sends are [`KernelCc::on_sent`].
+    /// tp->lsndtime`). CUBIC from 30927520dbae (2015, profile key `idle_restart`) moves
+    /// `epoch_start` by the idle time; the other modules ignore it. Whole sends are
+    /// [`KernelCc::on_sent`].
     pub fn hook_cwnd_event_tx_start(&mut self, now_us: u64, idle_jiffies: i32) {
         self.before_growth.close();
         self.t_us = now_us;

@@ -129,7 +129,8 @@ fn a_start_srtt_sets_the_pacing_rate_hystart_reads() {
 #[test]
 fn tx_start_after_idle_moves_cubics_epoch_in_the_eras_that_do() {
     // bictcp_cwnd_event(CA_EVENT_TX_START) ("tcp_cubic: better follow cubic curve after idle
-    // period", 2015; profile key idle_restart): epoch_start += idle time, but not past now.
+    // period", 30927520dbae, 2015; profile key idle_restart): epoch_start += idle time, but not
+    // past now.
     for (name, moves) in [("linux-6", true), ("linux-2.6.39", false)] {
         let p = profile(name, &[("hz", "1000")]);
         let mut cc = KernelCc::new(Algorithm::Cubic, &p, true, 1448);

@@ -185,7 +185,7 @@ impl DataIn {
                 Ok(None) => Ok(None),
                 // Only the receiver reads data streams: a lost connection is a sender gone.
                 Err(e) => Err(TransferError::Connection(
-                    crate::sender_gone::of_read_error(&e)
+                    crate::peer_gone::of_read_error(&e)
                         .unwrap_or_else(|| format!("reading a stream: {e}")),
                 )),
             },
@@ -193,7 +193,7 @@ impl DataIn {
                 let mut buf = BytesMut::with_capacity(TCP_READ);
                 let n = s.read_buf(&mut buf).await.map_err(|e| {
                     TransferError::Connection(
-                        crate::sender_gone::words(&e).unwrap_or_else(|| format!("TCP read: {e}")),
+                        crate::peer_gone::words(&e).unwrap_or_else(|| format!("TCP read: {e}")),
                     )
                 })?;
                 if n == 0 {

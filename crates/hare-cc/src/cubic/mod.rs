@@ -218,7 +218,7 @@ impl CongestionOps for Cubic {
         if !ctx.profile.idle_restart {
             return;
         }
-        // "tcp_cubic: better follow cubic curve after idle period" (2015): shift
+        // "tcp_cubic: better follow cubic curve after idle period" (30927520dbae, 2015): shift
         // epoch_start by the idle time to stay on the curve.
         if self.epoch_start != 0 && idle_jiffies > 0 {
             self.epoch_start = self.epoch_start.wrapping_add(idle_jiffies as u32);

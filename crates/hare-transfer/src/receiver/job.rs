@@ -393,7 +393,7 @@ async fn finish(
     cpu: CpuClock,
 ) -> Result<()> {
     // A sender that went away is said as one (the stream error alone reads "connection lost").
-    let abort = abort.map(crate::sender_gone::in_receiver_words);
+    let abort = abort.map(crate::peer_gone::in_receiver_words);
     let end_s = t0.elapsed().as_secs_f64();
     let streams = job.stream_counts();
     let total = job.received(&streams);

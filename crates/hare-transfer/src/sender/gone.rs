@@ -1,28 +1,28 @@
-//! Kernel TCP: how hare-send words a hare-recv that went away, forward (`--tcp`) and reverse
-//! (`-r --tcp`) alike. QUIC hears only silence from a peer that died and says so after the
-//! idle timeout (`the receiver went silent: ...; the path or the receiver is down`, exit
-//! status 6). Over TCP the receiver's kernel closes the connections of a process that died
-//! at once: a FIN, or a reset when data this side sent was still unread there (so a write
-//! then fails with EPIPE). Either is said the same way, `the receiver went away: ...; the
-//! receiver is down or was stopped`, with the OS error once at the end, and ends the run as
-//! a lost connection (status 6), never as a local I/O error.
+//! Kernel TCP: when hare-send words a hare-recv that went away, forward (`--tcp`) and reverse
+//! (`-r --tcp`) alike, in the words of `crate::peer_gone`. QUIC hears only silence from a
+//! peer that died and says so after the idle timeout (`the receiver went silent: ...; the
+//! path or the receiver is down`, exit status 6). Over TCP the receiver's kernel closes the
+//! connections of a process that died at once, said as `the receiver went away: ...; the
+//! receiver is down or was stopped` with the OS error once at the end, and the run ends as a
+//! lost connection (status 6), never as a local I/O error.
 //!
 //! hare-recv's side of a reverse job runs the same control reader, run loop and data
 //! writers, and its peer there is hare-send: it keeps its own words (`the receiver closed the
 //! control channel`, `connection: TCP write: ...`), so these are asked for by [`Words`].
 
 use crate::error::TransferError;
+use crate::peer_gone::{self, Peer};
 
 /// The control connection ended cleanly before the job did.
-pub(super) const CLOSED: &str =
-    "the receiver went away: it closed the connection before the job ended; the receiver is \
-     down or was stopped";
+pub(super) fn closed() -> String {
+    peer_gone::closed(Peer::Receiver)
+}
 
 /// Whether a connection that ended is said as the receiver going away (hare-send over kernel
 /// TCP) or as it was (QUIC, whose connection gives its own reason, and hare-recv's side).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Words {
-    /// [`CLOSED`] and [`words`].
+    /// [`closed`] and [`words`].
     ReceiverGone,
     /// The error's own text.
     AsItWas,
@@ -42,7 +42,7 @@ impl Words {
     /// what it is said as otherwise.
     pub(super) fn closed(self, as_it_was: &str) -> String {
         match self {
-            Words::ReceiverGone => CLOSED.to_owned(),
+            Words::ReceiverGone => closed(),
             Words::AsItWas => as_it_was.to_owned(),
         }
     }
@@ -66,20 +66,9 @@ impl Words {
     }
 }
 
-/// The words for an I/O error that says the receiver is gone (a reset, an aborted
-/// connection, a broken pipe, a connection cut in the middle of a message), else `None`.
+/// The words for an I/O error that says the receiver is gone, else `None`.
 pub(super) fn words(e: &std::io::Error) -> Option<String> {
-    use std::io::ErrorKind;
-    match e.kind() {
-        ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted | ErrorKind::BrokenPipe => {
-            Some(format!(
-                "the receiver went away: its connection broke; the receiver is down or was \
-                 stopped: {e}"
-            ))
-        }
-        ErrorKind::UnexpectedEof => Some(CLOSED.to_owned()),
-        _ => None,
-    }
+    peer_gone::tcp_words(Peer::Receiver, e)
 }
 
 /// The words for an engine error that says the receiver is gone, else `None`.
@@ -113,7 +102,12 @@ mod tests {
         );
         assert_eq!(crate::exit::ExitKind::of(&e).code(), 6);
         let eof = std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
-        assert_eq!(words(&eof).as_deref(), Some(CLOSED));
+        assert_eq!(words(&eof), Some(closed()));
+        assert_eq!(
+            closed(),
+            "the receiver went away: it closed the connection before the job ended; the \
+             receiver is down or was stopped"
+        );
         // Anything else stays what it was.
         let other = std::io::Error::from_raw_os_error(libc::EIO);
         let e = mapped(TransferError::io("reading the control channel", other));
@@ -146,7 +140,7 @@ mod tests {
     fn the_control_channel_ending_is_said_as_the_words_ask() {
         let said = "the receiver closed the control channel";
         assert_eq!(Words::AsItWas.closed(said), said);
-        assert_eq!(Words::ReceiverGone.closed(said), CLOSED);
+        assert_eq!(Words::ReceiverGone.closed(said), closed());
         let reset = || {
             let cause = std::io::Error::from_raw_os_error(libc::ECONNRESET);
             TransferError::io("writing to the control channel", cause)

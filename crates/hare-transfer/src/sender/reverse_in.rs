@@ -110,7 +110,7 @@ fn spawn_reader(mut ctl_r: ControlRead, tcp: bool) -> mpsc::Receiver<Heard> {
         loop {
             let h = match read_frame::<_, FromRemoteSender>(&mut ctl_r).await {
                 Ok(Some(m)) => Heard::Said(m),
-                Ok(None) if tcp => Heard::Closed(gone::CLOSED.into()),
+                Ok(None) if tcp => Heard::Closed(gone::closed()),
                 Ok(None) => Heard::Closed("the receiver closed the control channel".into()),
                 Err(e) => Heard::Closed(
                     gone::of(&e)

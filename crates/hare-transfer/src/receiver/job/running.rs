@@ -57,10 +57,10 @@ pub(super) struct Running {
     /// Files sent again: the manifest entries, names and retries so far.
     again: Again,
     /// A bulk job from a sender that says `bulk-end`: complete only once it came
-    /// (`bulk_end`).
+    /// (`bulk_ended`).
     needs_bulk_end: bool,
-    /// The sender's `bulk-end` (its payload count), once it came.
-    bulk_end: Option<u64>,
+    /// The sender's `bulk-end` came.
+    bulk_ended: bool,
 }
 
 /// What sending a file again needs: the manifest entries (a retry changes only the size and
@@ -154,13 +154,13 @@ impl Running {
             batch: None,
             again,
             needs_bulk_end: needs_end && !files_job,
-            bulk_end: None,
+            bulk_ended: false,
         }
     }
 
     /// Every data channel is done, but the sender has not said `bulk-end` yet.
     fn awaiting_bulk_end(&self) -> bool {
-        self.needs_bulk_end && self.bulk_end.is_none()
+        self.needs_bulk_end && !self.bulk_ended
     }
 
     /// Run until every channel finished (`None`) or the job must end (`Some(why)`).
@@ -303,11 +303,9 @@ impl Running {
             Some(Ctl::Msg(m)) => m,
             Some(Ctl::Closed(Some(e))) => return Step::Stop(Some(e)),
             Some(Ctl::Closed(None)) | None => {
-                return Step::Stop(Some(TransferError::Connection(
-                    "the sender went away: it closed the control channel before the job ended; \
-                     the sender is down or was stopped"
-                        .into(),
-                )))
+                return Step::Stop(Some(TransferError::Connection(crate::peer_gone::closed(
+                    crate::peer_gone::Peer::Sender,
+                ))))
             }
         };
         match m {
@@ -341,8 +339,10 @@ impl Running {
             ToReceiver::BulkEnd { .. } if self.files_job => Step::Stop(Some(
                 TransferError::Protocol("bulk-end in a file job".into()),
             )),
-            ToReceiver::BulkEnd { bytes, stopped } => {
-                self.bulk_end = Some(bytes);
+            // `bytes` is what the sender handed to its transport: not compared, since a
+            // timed QUIC job discards what was still queued when its time was up.
+            ToReceiver::BulkEnd { stopped, .. } => {
+                self.bulk_ended = true;
                 if stopped {
                     log.event(Event {
                         t_s: self.t0.elapsed().as_secs_f64(),

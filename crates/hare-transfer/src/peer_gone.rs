@@ -1,11 +1,16 @@
-//! The receiver's words for a sender that went away in the middle of a job.
+//! The words for a peer that went away in the middle of a job.
 //!
-//! The job notices it through the stream it was reading (or the control stream it was
-//! writing): quinn reports the connection's end inside the stream error, and kernel TCP
-//! reports an early end of the stream or a reset. Said as they were, these read "reading the
-//! control channel: connection lost"; the user wants to know that the sender is gone and
-//! why. hare-send says the same of a receiver that went away (`sender/gone.rs`,
-//! `sender/liveness.rs`).
+//! Kernel TCP, either side: the kernel of a process that died closes its connections at once,
+//! with a FIN, or with a reset when data sent to it was still unread there (a later write
+//! then fails with EPIPE). Either is said the same way, `the PEER went away: ...; the PEER is
+//! down or was stopped`, with the OS error once at the end ([`tcp_words`], [`closed`]).
+//! hare-send's policy for using them is `sender/gone.rs`.
+//!
+//! QUIC, the receiver's side: the job notices a lost connection through the stream it was
+//! reading (or the control stream it was writing), with quinn's reason inside the stream
+//! error. Said as they were, these read "reading the control channel: connection lost"; the
+//! receiver says that the sender is gone and why ([`in_receiver_words`]), as hare-send says
+//! it of a receiver (`sender/liveness.rs`).
 
 use std::io;
 
@@ -13,6 +18,48 @@ use quinn::{ConnectionError, ReadError, WriteError};
 
 use crate::error::TransferError;
 use crate::protocol::close;
+
+/// The peer a side speaks of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Peer {
+    /// hare-send, as hare-recv speaks of it.
+    Sender,
+    /// hare-recv, as hare-send speaks of it.
+    Receiver,
+}
+
+impl Peer {
+    fn name(self) -> &'static str {
+        match self {
+            Peer::Sender => "sender",
+            Peer::Receiver => "receiver",
+        }
+    }
+}
+
+/// The peer's connection ended cleanly before the job did.
+pub(crate) fn closed(peer: Peer) -> String {
+    let p = peer.name();
+    format!(
+        "the {p} went away: it closed the connection before the job ended; the {p} is down or \
+         was stopped"
+    )
+}
+
+/// The words for a kernel-TCP error that says the peer is gone (a reset, an aborted
+/// connection, a broken pipe, a connection cut in the middle of a message), else `None`.
+pub(crate) fn tcp_words(peer: Peer, e: &io::Error) -> Option<String> {
+    let p = peer.name();
+    match e.kind() {
+        io::ErrorKind::ConnectionReset
+        | io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::BrokenPipe => Some(format!(
+            "the {p} went away: its connection broke; the {p} is down or was stopped: {e}"
+        )),
+        io::ErrorKind::UnexpectedEof => Some(closed(peer)),
+        _ => None,
+    }
+}
 
 /// `e` as a lost connection in the receiver's words when it says the sender went away, else
 /// unchanged.
@@ -60,22 +107,8 @@ pub(crate) fn words(cause: &io::Error) -> Option<String> {
             return Some(lost(c));
         }
     }
-    // Kernel TCP (`--tcp`): the sender's socket closed by its end (a killed process's
-    // sockets are closed by its kernel) or reset.
-    match cause.kind() {
-        io::ErrorKind::UnexpectedEof => Some(
-            "the sender went away: it closed the connection before the job ended; the sender \
-             is down or was stopped"
-                .to_owned(),
-        ),
-        io::ErrorKind::ConnectionReset
-        | io::ErrorKind::ConnectionAborted
-        | io::ErrorKind::BrokenPipe => Some(format!(
-            "the sender went away: its connection broke; the sender is down or was stopped: \
-             {cause}"
-        )),
-        _ => None,
-    }
+    // Kernel TCP (`--tcp`).
+    tcp_words(Peer::Sender, cause)
 }
 
 /// How the QUIC connection to the sender ended, in the receiver's words.
