@@ -122,10 +122,10 @@ impl Handshake {
 
     /// An ACK frame whose newest packet was sent at `newest_sent`: true when it is the
     /// handshake's (the model does not see it).
-    fn is_handshake_ack(&mut self, newest_sent: Option<Instant>) -> bool {
+    fn is_handshake_ack(&mut self, newest_sent: Instant) -> bool {
         match self.data_from {
             Some(from) => {
-                if newest_sent.is_some_and(|sent| sent < from) {
+                if newest_sent < from {
                     return true;
                 }
                 self.settled = true;
@@ -140,19 +140,34 @@ impl Handshake {
     }
 }
 
-/// The ACK frame being collected between `on_ack` calls and `on_end_acks`.
-#[derive(Debug, Clone, Copy, Default)]
+/// The ACK frame being collected between `on_ack` calls and `on_end_acks`. The send times
+/// are meaningful only while `packets > 0` (plain `Instant`s, not `Option`s: this is written
+/// for every acknowledged packet).
+#[derive(Debug, Clone, Copy)]
 struct Frame {
     /// Ack-eliciting packets acknowledged in this frame.
     packets: u32,
+    /// One of them was sent after the current recovery episode started.
+    ends_recovery: bool,
     /// Their bytes.
     bytes: u64,
     /// Send time of the most recently sent of them (`ca_rtt_us`).
-    newest_sent: Option<Instant>,
+    newest_sent: Instant,
     /// Send time of the earliest sent of them (`seq_rtt_us`, for srtt).
-    oldest_sent: Option<Instant>,
-    /// One of them was sent after the current recovery episode started.
-    ends_recovery: bool,
+    oldest_sent: Instant,
+}
+
+impl Frame {
+    /// No packet yet; `at` only fills the send times.
+    fn empty(at: Instant) -> Self {
+        Frame {
+            packets: 0,
+            ends_recovery: false,
+            bytes: 0,
+            newest_sent: at,
+            oldest_sent: at,
+        }
+    }
 }
 
 /// A quinn congestion controller running the Linux kernel model of one algorithm and profile.
@@ -170,6 +185,9 @@ pub struct HareController {
     last_now: Instant,
     last_now_us: u64,
     mss: u32,
+    /// `ceil(2^64 / mss)`: bytes in flight become packets by a multiplication (on every
+    /// send and ACK frame) instead of a division; see [`div_ceil_by`].
+    mss_reciprocal: u64,
     initial_window: u64,
     frame: Frame,
     /// Acknowledged bytes not yet worth a whole segment (always `< mss` after a frame).
@@ -225,8 +243,9 @@ impl HareController {
             last_now: now,
             last_now_us: 0,
             mss,
+            mss_reciprocal: reciprocal(mss),
             initial_window,
-            frame: Frame::default(),
+            frame: Frame::empty(now),
             ack_carry: 0,
             in_flight: 0,
             recovery_start: None,
@@ -323,15 +342,17 @@ impl HareController {
         self.in_recovery
     }
 
-    /// The kernel's pacing-rate estimate in bytes per second (the unit of quinn's
-    /// `ControllerMetrics::pacing_rate` on its main branch, which paces from it): the model's
-    /// `sk_pacing_rate`
+    /// The kernel's pacing-rate estimate in bytes per second, the kernel's own unit: the
+    /// model's `sk_pacing_rate`
     /// (`tcp_update_pacing_rate`, Linux 4.3+, updated on every ACK): `mss * max(cwnd,
     /// packets_out) / srtt` times the profile's `pacing_ss_ratio` (200%) while `cwnd <
     /// ssthresh / 2` (slow start well below ssthresh, including while ssthresh is infinite)
     /// and `pacing_ca_ratio` (120%) otherwise, srtt being the kernel's 1/8-gain average of the
-    /// per-frame samples. `None` before the first RTT sample. Informational (qlog): quinn
-    /// paces with its own pacer.
+    /// per-frame samples. `None` before the first RTT sample. Informational: quinn 0.11 paces
+    /// with its own pacer. `metrics()` reports it to quinn in bits per second, the unit
+    /// quinn-proto 0.11 documents for `ControllerMetrics::pacing_rate` (and its qlog's
+    /// `pacing_rate`); quinn's development branch changed that field to bytes per second and
+    /// paces from it, so the adapter's unit changes with the move to that quinn.
     pub fn pacing_rate(&self) -> Option<u64> {
         match self.cc.pacing_rate() {
             0 => None,
@@ -375,6 +396,7 @@ impl HareController {
         }
         self.cc.on_mss_change(self.last_now_us, new_mss);
         self.mss = new_mss;
+        self.mss_reciprocal = reciprocal(new_mss);
         self.after_decision(false);
     }
 
@@ -399,23 +421,17 @@ impl HareController {
     fn packet_acked(&mut self, now: Instant, sent: Instant, bytes: u64) {
         // `now` is converted once per frame, in on_end_acks (same `now` for the whole frame).
         let _ = now;
+        self.in_flight = self.in_flight.saturating_sub(bytes);
         if self.frame.packets == 0 {
             self.close_frame();
+            self.frame.newest_sent = sent;
+            self.frame.oldest_sent = sent;
+        } else if sent > self.frame.newest_sent {
+            self.frame.newest_sent = sent;
+        } else if sent < self.frame.oldest_sent {
+            self.frame.oldest_sent = sent;
         }
-        self.in_flight = self.in_flight.saturating_sub(bytes);
         let f = &mut self.frame;
-        if f.packets == 0 {
-            f.newest_sent = Some(sent);
-            f.oldest_sent = Some(sent);
-        } else {
-            // Both are set once the frame has a packet.
-            if f.newest_sent.is_some_and(|s| sent > s) {
-                f.newest_sent = Some(sent);
-            }
-            if f.oldest_sent.is_some_and(|s| sent < s) {
-                f.oldest_sent = Some(sent);
-            }
-        }
         f.packets = f.packets.saturating_add(1);
         f.bytes = f.bytes.saturating_add(bytes);
         if self.in_recovery && self.recovery_start.is_some_and(|r| sent > r) {
@@ -437,25 +453,20 @@ impl HareController {
     }
 
     /// The RTTs of the frame's newest and oldest packet (`ca_rtt_us`, `seq_rtt_us`) at
-    /// `now`. One `Instant` subtraction (about a hundred instructions) when they were sent
+    /// `now`. One `Instant` subtraction (about fifty instructions) when they were sent
     /// together: a frame acknowledging packets of one transmit batch, the common case.
-    fn frame_rtts(now: Instant, frame: &Frame) -> (Option<u64>, Option<u64>) {
+    fn frame_rtts(now: Instant, frame: &Frame) -> (u64, u64) {
         let rtt_of = |sent: Instant| micros(now.saturating_duration_since(sent));
-        match (frame.newest_sent, frame.oldest_sent) {
-            (Some(newest), Some(oldest)) if newest == oldest => {
-                let rtt = rtt_of(newest);
-                (Some(rtt), Some(rtt))
-            }
-            (newest, oldest) => (newest.map(rtt_of), oldest.map(rtt_of)),
+        let newest = rtt_of(frame.newest_sent);
+        if frame.newest_sent == frame.oldest_sent {
+            (newest, newest)
+        } else {
+            (newest, rtt_of(frame.oldest_sent))
         }
     }
 
     fn packets_in_flight(&self, bytes: u64) -> u32 {
-        // A 32-bit division when the figure fits (the common case; it is on every send).
-        if let Ok(small) = u32::try_from(bytes) {
-            return small.div_ceil(self.mss);
-        }
-        let packets = bytes.div_ceil(u64::from(self.mss));
+        let packets = div_ceil_by(bytes, self.mss, self.mss_reciprocal);
         u32::try_from(packets).unwrap_or(u32::MAX)
     }
 
@@ -516,6 +527,29 @@ impl Drop for HareController {
     }
 }
 
+/// `ceil(2^64 / d)` for `d >= 2` (0 for `d <= 1`, which [`div_ceil_by`] divides by itself).
+fn reciprocal(d: u32) -> u64 {
+    if d <= 1 {
+        0
+    } else {
+        u64::MAX / u64::from(d) + 1
+    }
+}
+
+/// `ceil(n / d)` with `r = reciprocal(d)`: `floor(m / d)` for `m = n + d - 1` is the high
+/// half of `m * r` whenever `d >= 2` and `m * d < 2^64` (Lemire, Kaser and Kurz, "Faster
+/// remainder by direct computation", 2019: `r` exceeds `2^64 / d` by less than 1, so the
+/// product's error stays below `1/d`), which holds for any window quinn can have (`d` is a
+/// u16 MTU, `n` below 2^47); other figures divide.
+#[inline]
+fn div_ceil_by(n: u64, d: u32, r: u64) -> u64 {
+    if r != 0 && n < 1 << 47 {
+        let m = n + u64::from(d) - 1;
+        return ((u128::from(m) * u128::from(r)) >> 64) as u64;
+    }
+    n.div_ceil(u64::from(d.max(1)))
+}
+
 /// `d` in whole microseconds (`Duration::as_micros`), `u64::MAX` beyond it; in u64
 /// arithmetic, without `as_micros`' u128.
 fn micros(d: std::time::Duration) -> u64 {
@@ -568,7 +602,10 @@ impl Controller for HareController {
         // quinn's figure is authoritative; it also removes the non-ack-eliciting bytes that
         // on_sent counted.
         self.in_flight = in_flight;
-        let frame = std::mem::take(&mut self.frame);
+        let frame = self.frame;
+        self.frame.packets = 0;
+        self.frame.bytes = 0;
+        self.frame.ends_recovery = false;
         if frame.packets == 0 {
             // An ACK of ACK-only packets (or of an old path): the kernel sees no data ACKed.
             return;
@@ -593,8 +630,8 @@ impl Controller for HareController {
             now_us,
             packets: frame.packets,
             acked_pkts,
-            rtt_us,
-            seq_rtt_us,
+            rtt_us: Some(rtt_us),
+            seq_rtt_us: Some(seq_rtt_us),
             largest_acked: largest_packet_num_acked,
             packets_in_flight: self.packets_in_flight(in_flight),
             ends_episode: frame.ends_recovery,
@@ -667,7 +704,8 @@ impl Controller for HareController {
         let mut m = ControllerMetrics::default();
         m.congestion_window = self.cwnd_bytes();
         m.ssthresh = self.ssthresh_bytes();
-        m.pacing_rate = self.pacing_rate();
+        // quinn-proto 0.11: "Pacing rate (bits/s)".
+        m.pacing_rate = self.pacing_rate().map(|bytes| bytes.saturating_mul(8));
         m
     }
 
@@ -699,6 +737,25 @@ mod tests {
         let spec: CcSpec = spec.parse().expect("valid spec");
         let factory = spec.hare_factory().expect("a hare controller");
         factory.build_controller(now, 1000)
+    }
+
+    #[test]
+    fn div_ceil_by_the_reciprocal_is_div_ceil() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        for d in [1u32, 2, 3, 7, 1200, 1201, 1350, 1452, 1500, 8999, 9000, 65_527] {
+            let r = reciprocal(d);
+            let edges = [0u64, 1, 2, u64::from(d) - 1, u64::from(d), u64::from(d) + 1];
+            for n in edges.into_iter().chain([(1 << 48) - 1, 1 << 48, u64::MAX]) {
+                assert_eq!(div_ceil_by(n, d, r), n.div_ceil(u64::from(d)), "{n} / {d}");
+            }
+            for _ in 0..100_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let n = x >> (16 + x % 32);
+                assert_eq!(div_ceil_by(n, d, r), n.div_ceil(u64::from(d)), "{n} / {d}");
+            }
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::ack::{AckEvent, LossSignal};
 use crate::engine::KernelCc;
 use crate::events::{CcEvent, ExitReason, TRACE_TARGET};
 use crate::ops::{AckSample, CongAvoidArgs, CongestionOps, HookOut};
-use crate::profile::AckOrder;
+use crate::profile::{AckOrder, RttSample};
 use crate::tcp_sock::CaState;
 
 impl KernelCc {
@@ -20,10 +20,11 @@ impl KernelCc {
     /// reaction and the state exit (`ack_order = avoid-first`, 2.6.x - 3.x, gated by
     /// `tcp_may_raise_cwnd`) or the loss reaction and state exit first and growth after unless
     /// in Recovery/CWR (`alert-first`, 4.x+).
+    #[inline]
     pub fn on_ack(&mut self, ack: &AckEvent) {
         self.t_us = ack.now_us;
         self.before_growth.close();
-        let now_j = self.clock.jiffies(ack.now_us);
+        let now_j = self.jiffies_at(ack.now_us);
         if let Some(largest) = ack.largest_acked {
             let una = largest.saturating_add(1);
             if una > self.tp.snd_una {
@@ -81,7 +82,14 @@ impl KernelCc {
         }
         let ece_blocks_growth = loss == LossSignal::Ecn && b.tp.snd_cwnd >= b.tp.snd_ssthresh;
         let moderated = b.ack.ends_episode || b.tp.ca_state == CaState::Loss;
-        if self.profile.ack_order == AckOrder::AvoidFirst && !ece_blocks_growth && !moderated {
+        // 2.6.20 - 2.6.22 took a delay sample in that growth step, which a dubious ACK does
+        // not take (`data_acked` 0): that ACK runs again too.
+        let sampled_in_growth = self.profile.rtt_sample == RttSample::Tsecr;
+        if self.profile.ack_order == AckOrder::AvoidFirst
+            && !ece_blocks_growth
+            && !moderated
+            && !sampled_in_growth
+        {
             // The growth already ran first, as in 2.6.x: only the loss reaction is left.
             self.loss_reaction(now_us, loss);
             return;
@@ -179,7 +187,9 @@ impl KernelCc {
         let args = CongAvoidArgs {
             in_flight: prior_in_flight,
             acked: ack.acked_pkts,
-            rtt_us: ack.rtt_us,
+            rtt_us: ack.seq_rtt_us.or(ack.rtt_us),
+            // Taken before the ACK's state change (2.6.x runs cong_avoid first).
+            data_acked: self.tp.ca_state == CaState::Open && ack.loss.is_none(),
         };
         let mut out = HookOut::default();
         let (module, mut ctx) = self.hook_parts(ack.now_us, now_j, &mut out);

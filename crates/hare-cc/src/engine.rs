@@ -53,6 +53,9 @@ pub struct KernelCc {
     pub(crate) guards: u32,
     /// The last ACK's state before its growth step (see [`KernelCc::amend_last_ack`]).
     pub(crate) before_growth: PendingGrowth,
+    /// The last `now_us` turned into jiffies and the result: an ACK frame and the transmit
+    /// it releases share their time.
+    jiffies_memo: (u64, u32),
 }
 
 impl KernelCc {
@@ -79,6 +82,7 @@ impl KernelCc {
             rto_resets: 0,
             guards: 0,
             before_growth: PendingGrowth::new(tp, module),
+            jiffies_memo: (0, clock.jiffies(0)),
             profile: p,
         };
         cc.run_hook(0, |m, ctx| m.init(ctx));
@@ -111,6 +115,15 @@ impl KernelCc {
         self.rto_resets = 0;
         self.before_growth.close();
         self.run_hook(now_us, |m, ctx| m.init(ctx));
+    }
+
+    /// `tcp_jiffies32` at `now_us`, remembered for the next call at the same time.
+    #[inline(always)]
+    pub(crate) fn jiffies_at(&mut self, now_us: u64) -> u32 {
+        if now_us != self.jiffies_memo.0 {
+            self.jiffies_memo = (now_us, self.clock.jiffies(now_us));
+        }
+        self.jiffies_memo.1
     }
 
     /// Run one hook of the module with its context at `now_us`, then report what it decided
@@ -188,11 +201,12 @@ impl KernelCc {
 
     /// Packets were sent; `snd_nxt` is the next packet number to be sent after them
     /// (last sent + 1), `packets_out` the packets in flight after sending.
+    #[inline]
     pub fn on_sent(&mut self, now_us: u64, snd_nxt: u64, packets_out: u32) {
         // A hook outside the last ACK: that ACK is complete.
         self.before_growth.close();
         self.t_us = now_us;
-        let now_j = self.clock.jiffies(now_us);
+        let now_j = self.jiffies_at(now_us);
         // tcp_event_data_sent(): CA_EVENT_TX_START when nothing was in flight.
         if self.tp.packets_out == 0 {
             let idle_jiffies = now_j.wrapping_sub(self.tp.lsndtime) as i32;

@@ -140,7 +140,9 @@ impl KernelCc {
     /// `cong_avoid` alone: the era's cwnd-limited test (old rules:
     /// [`AckEvent::prior_in_flight`]), slow start, the growth function and the AI
     /// step, with `ack.acked_pkts` as `acked`. 2.6.20 - 2.6.22 take their timestamp delay
-    /// sample here from `ack.rtt_us`.
+    /// sample here, from the echoed timestamp's RTT: `ack.seq_rtt_us` (the oldest acknowledged
+    /// packet's, which a delayed ACK echoes), else `ack.rtt_us`; not on a dubious ACK (the
+    /// state is not Open, or `ack.loss` is set).
     pub fn hook_cong_avoid(&mut self, ack: &AckEvent) {
         self.t_us = ack.now_us;
         self.before_growth.close();

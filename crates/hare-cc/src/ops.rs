@@ -93,8 +93,16 @@ pub struct CongAvoidArgs {
     pub in_flight: u32,
     /// Packets newly acknowledged (1 per ACK in the eras that count ACKs).
     pub acked: u32,
-    /// 2.6.20 - 2.6.22: the RTT of the echoed timestamp, for `measure_delay()`.
+    /// 2.6.20 - 2.6.22: the RTT of the echoed timestamp, for `measure_delay()`. A delayed
+    /// ACK echoes the timestamp of the first segment it acknowledges (`tcp_store_ts_recent()`
+    /// takes it only from a segment at `rcv_wup`), so this is the oldest acknowledged
+    /// packet's RTT (`seq_rtt_us`).
     pub rtt_us: Option<u64>,
+    /// 2.6.20 - 2.6.22: `data_acked`, the last argument of `cong_avoid`: false on a dubious ACK
+    /// (`tcp_ack_is_dubious()`: outside `TCP_CA_Open`, with ECE, or with new SACK
+    /// information, which a QUIC ACK frame that reveals a loss stands for); CUBIC then takes
+    /// no delay sample (`if (data_acked) measure_delay(sk)`).
+    pub data_acked: bool,
 }
 
 /// `pkts_acked`'s arguments (2.6.20: `num_acked`; 2.6.29: `cnt, rtt_us`; 4.6+: `struct

@@ -187,8 +187,10 @@ kind_enum! {
         /// start `cwnd < 2 * max_packets_out`, otherwise the `is_cwnd_limited` flag of the
         /// window that set `max_packets_out`.
         MaxPacketsOut => "max-packets-out",
-        /// 6.x ("tcp: fix tcp_cwnd_validate() to not forget is_cwnd_limited"): as above, but a
-        /// window that was cwnd-limited once stays so until `snd_una` passes it.
+        /// 5.19+ (f4ce91ce12a7, "tcp: fix tcp_cwnd_validate() to not forget
+        /// is_cwnd_limited"): a window that was cwnd-limited once stays so until `snd_una`
+        /// passes it, and that flag is tested first (limited whatever slow start's
+        /// `2 * max_packets_out` says); otherwise slow start's rule, else not limited.
         CwndUsage => "cwnd-usage",
     }
 }

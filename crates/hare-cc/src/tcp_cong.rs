@@ -110,7 +110,7 @@ pub fn cong_avoid_ai_per_ack(tp: &mut TcpSock, w: u32) {
 }
 
 /// 2015+ `tcp_cong_avoid_ai(tp, w, acked)` (e73ebb0881ea): +1 per `w` packets ACKed.
-#[inline]
+#[inline(always)]
 pub fn cong_avoid_ai_acked(tp: &mut TcpSock, w: u32, acked: u32) {
     // w >= 1 always here (cnt is floored at 1 or 2, Reno passes cwnd >= 1); guard anyway.
     let w = w.max(1);
@@ -129,7 +129,7 @@ pub fn cong_avoid_ai_acked(tp: &mut TcpSock, w: u32, acked: u32) {
 }
 
 /// `tcp_cong_avoid_ai()` of the era: per ACK before 2015, per packet after.
-#[inline]
+#[inline(always)]
 pub fn cong_avoid_ai(tp: &mut TcpSock, p: &Profile, w: u32, acked: u32) {
     match p.ai_step {
         AiStep::PerAck => cong_avoid_ai_per_ack(tp, w),
@@ -170,12 +170,23 @@ pub fn is_cwnd_limited(tp: &TcpSock, p: &Profile, in_flight: u32) -> bool {
             }
             left <= p.reordering
         }
-        CwndLimitedRule::MaxPacketsOut | CwndLimitedRule::CwndUsage => {
-            // If in slow start, ensure cwnd grows to twice what was ACKed.
+        CwndLimitedRule::MaxPacketsOut => {
+            // 3.16 - 5.18: if in slow start, ensure cwnd grows to twice what was ACKed;
+            // otherwise the window's flag.
             if tp.in_slow_start(p.ss_compare) {
                 return cwnd < tp.max_packets_out.wrapping_mul(2);
             }
             tp.is_cwnd_limited
+        }
+        CwndLimitedRule::CwndUsage => {
+            // f4ce91ce12a7 ("tcp: fix tcp_cwnd_validate() to not forget is_cwnd_limited",
+            // 5.19): a cwnd-limited window counts first, so that slow start keeps growing
+            // past twice `max_packets_out` while the window was limited; then the slow-start
+            // rule; otherwise not limited.
+            if tp.is_cwnd_limited {
+                return true;
+            }
+            tp.in_slow_start(p.ss_compare) && cwnd < tp.max_packets_out.wrapping_mul(2)
         }
     }
 }

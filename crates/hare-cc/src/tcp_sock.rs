@@ -21,7 +21,7 @@ pub enum CaState {
     Open,
     /// `TCP_CA_Recovery` (also used for ECN-CE, the kernel's `TCP_CA_CWR`).
     Recovery,
-    /// `TCP_CA_Loss` (transient: the model returns to Open right after the RTO reset).
+    /// `TCP_CA_Loss`: after an RTO reset, until the episode's `high_seq` is acknowledged.
     Loss,
 }
 
@@ -104,10 +104,10 @@ impl TcpSock {
     /// The slow-start test of the era: `cwnd <= ssthresh` (to 4.2) or `cwnd < ssthresh`.
     #[inline]
     pub fn in_slow_start(&self, cmp: SsCompare) -> bool {
-        match cmp {
-            SsCompare::Le => self.snd_cwnd <= self.snd_ssthresh,
-            SsCompare::Lt => self.snd_cwnd < self.snd_ssthresh,
-        }
+        // `cwnd <= ssthresh` is `cwnd < ssthresh + 1`, in u64 so that no ssthresh overflows:
+        // one comparison for both eras, no branch on the era on every ACK.
+        let le = u64::from(cmp == SsCompare::Le);
+        u64::from(self.snd_cwnd) < u64::from(self.snd_ssthresh) + le
     }
 
     /// `tcp_current_ssthresh()`: in Recovery/CWR the ssthresh, else

@@ -301,3 +301,87 @@ fn old_eras_moderate_cwnd_in_loss_and_when_an_episode_ends() {
     assert_eq!(m.cc.cwnd(), 2);
     assert_eq!(m.cc.phase(), Phase::SlowStart);
 }
+
+#[test]
+fn a_cwnd_limited_window_counts_first_from_5_19() {
+    // f4ce91ce12a7 (5.19) tcp_is_cwnd_limited(): `if (tp->is_cwnd_limited) return true;`
+    // before slow start's `snd_cwnd < 2 * max_packets_out`; 3.16 - 5.18 test slow start's rule
+    // alone. A cwnd-limited window of 10 (max_packets_out 10): 10 packets acknowledged take
+    // slow start to 20, where 4.4 stops (20 < 2 * 10 is false) and 6.x goes on to 25.
+    for (name, after) in [("linux-4.4", 20), ("linux-6", 25)] {
+        let p = profile(name, &[]);
+        let mut cc = KernelCc::new(Algorithm::Reno, &p, true, 1448);
+        cc.start_from(&hare_cc::hooks::StartState::default())
+            .expect("reno state");
+        let ack = |acked_pkts| AckEvent {
+            now_us: 100 * MS,
+            acked_pkts,
+            ..AckEvent::default()
+        };
+        cc.hook_cong_avoid(&ack(10));
+        assert_eq!(cc.cwnd(), 20, "{name}");
+        cc.hook_cong_avoid(&ack(5));
+        assert_eq!(cc.cwnd(), after, "{name}");
+    }
+}
+
+#[test]
+fn old_cubic_takes_the_echoed_timestamp_of_the_oldest_packet() {
+    // 2.6.20 measure_delay(): `delay = (tcp_time_stamp - tp->rx_opt.rcv_tsecr) << 3`; a
+    // delayed ACK echoes the first segment it acknowledges (tcp_store_ts_recent() takes
+    // TSval only from a segment at rcv_wup). HZ 250 and 600 s of uptime: jiffies are 4 ms
+    // apart from the controller's time 0. Oldest sent at 40 ms, ACK at 100 ms: 15 jiffies,
+    // delay 15 << 3 = 120 (the newest, sent at 80 ms, would give 5 << 3 = 40).
+    let p = profile("linux-2.6.20", &[]);
+    let mut cc = KernelCc::new(Algorithm::Cubic, &p, true, 1448);
+    cc.on_sent(0, 10, 10);
+    cc.on_ack(&AckEvent {
+        now_us: 100 * MS,
+        packets: 2,
+        acked_pkts: 2,
+        rtt_us: Some(20 * MS),
+        seq_rtt_us: Some(60 * MS),
+        largest_acked: Some(1),
+        packets_in_flight: 8,
+        ..Default::default()
+    });
+    assert_eq!(cc.delay_min(), 120);
+}
+
+#[test]
+fn old_cubic_takes_no_delay_sample_on_a_dubious_ack() {
+    // 2.6.20 tcp_ack(): a dubious ACK (tcp_ack_is_dubious(): not Open, ECE or SACK) calls
+    // tcp_cong_avoid(..., data_acked = 0), and bictcp_cong_avoid() measures the delay only
+    // `if (data_acked)`. Samples of 40 ms (10 jiffies, delay 80) would lower delay_min 120.
+    let p = profile("linux-2.6.20", &[]);
+    let mut cc = KernelCc::new(Algorithm::Cubic, &p, true, 1448);
+    cc.on_sent(0, 10, 10);
+    let ack = |now_ms: u64, largest: u64, in_flight: u32, ends_episode: bool| AckEvent {
+        now_us: now_ms * MS,
+        packets: 1,
+        acked_pkts: 1,
+        rtt_us: Some(40 * MS),
+        seq_rtt_us: Some(40 * MS),
+        largest_acked: Some(largest),
+        packets_in_flight: in_flight,
+        ends_episode,
+        ..Default::default()
+    };
+    cc.on_ack(&AckEvent {
+        seq_rtt_us: Some(60 * MS),
+        ..ack(100, 0, 9, false)
+    });
+    assert_eq!(cc.delay_min(), 120);
+    // The ACK that reveals a loss (quinn: the frame's acks, then its congestion event).
+    cc.on_ack(&ack(104, 1, 8, false));
+    cc.amend_last_ack(104 * MS, LossSignal::Loss);
+    assert_eq!(cc.phase(), Phase::Recovery);
+    assert_eq!(cc.delay_min(), 120, "loss-revealing ACK");
+    cc.on_ack(&ack(108, 2, 7, false));
+    assert_eq!(cc.delay_min(), 120, "in Recovery");
+    // The ACK that ends Recovery is still taken in Recovery (2.6.x grows, or not, first).
+    cc.on_ack(&ack(112, 3, 6, true));
+    assert_eq!(cc.delay_min(), 120, "the ACK that ends Recovery");
+    cc.on_ack(&ack(116, 4, 5, false));
+    assert_eq!(cc.delay_min(), 80, "Open again");
+}

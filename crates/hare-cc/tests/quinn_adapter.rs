@@ -226,11 +226,12 @@ fn metrics_report_cwnd_ssthresh_and_the_kernel_pacing_rate() {
     ctrl.on_ack(base + ms(100), base, 1200, false, &rtt);
     ctrl.on_end_acks(base + ms(100), 10_800, false, Some(0));
     // cwnd 11, srtt 100 ms, slow start (ssthresh infinite): 200% of 11 x 1200 B / 0.1 s =
-    // 264,000 B/s, reported in bytes per second (quinn's main branch paces from this field,
-    // documented there as bytes/s).
+    // 264,000 B/s (the kernel's unit, `pacing_rate()`), reported to quinn as 2,112,000 bit/s:
+    // quinn-proto 0.11 documents `ControllerMetrics::pacing_rate` as "Pacing rate (bits/s)".
     let m = ctrl.metrics();
     assert_eq!(m.congestion_window, 11 * 1200);
-    assert_eq!(m.pacing_rate, Some(264_000));
+    assert_eq!(ctrl.pacing_rate(), Some(264_000));
+    assert_eq!(m.pacing_rate, Some(2_112_000));
     // A loss: ssthresh = 11 * 717 / 1024 = 7 = cwnd.
     ctrl.on_congestion_event(base + ms(150), base, false, 0);
     let m = ctrl.metrics();
@@ -240,10 +241,12 @@ fn metrics_report_cwnd_ssthresh_and_the_kernel_pacing_rate() {
     );
     assert_eq!(ctrl.snapshot().phase, Some(Phase::Recovery));
     // Next ACK (200 ms sample): srtt = 100 + (200 - 100) / 8 = 112.5 ms; cwnd 7 is not below
-    // ssthresh / 2 and 8 packets are still out: 120% of 8 x 1200 B / 0.1125 s = 102,400 B/s.
+    // ssthresh / 2 and 8 packets are still out: 120% of 8 x 1200 B / 0.1125 s = 102,400 B/s,
+    // 819,200 bit/s.
     ctrl.on_ack(base + ms(200), base, 1200, false, &rtt);
     ctrl.on_end_acks(base + ms(200), 9_600, false, Some(1));
-    assert_eq!(ctrl.metrics().pacing_rate, Some(102_400));
+    assert_eq!(ctrl.pacing_rate(), Some(102_400));
+    assert_eq!(ctrl.metrics().pacing_rate, Some(819_200));
 }
 
 #[test]

@@ -34,19 +34,37 @@ pub fn in_blackout(epoch_start: u32, rules: &DelayRules, clock: &KernelClock, no
 
 /// One RTT sample (`now - sent` of the newest acknowledged packet) as the era's delay value,
 /// `None` when the era would not produce a sample. Does not apply the blackout.
-#[inline]
+#[inline(always)]
 pub fn delay_of(rules: &DelayRules, clock: &KernelClock, now_us: u64, rtt_us: u64) -> Option<u32> {
     // The kernel passes rtt_us as an s32: larger values are negative, i.e. no sample.
     if rtt_us > i32::MAX as u64 {
         return None;
     }
+    let rtt_us = match rules.rtt_sample {
+        RttSample::Us => rtt_us,
+        _ => tick_sample_us(rules, clock, now_us, rtt_us)?,
+    };
+    let delay = match rules.clock {
+        ClockKind::Us => rtt_us as u32,
+        ClockKind::Ms => ((rtt_us << 3) / 1000) as u32,
+        ClockKind::Jiffies => {
+            usecs_to_jiffies(clock.hz(), rtt_us.min(u64::from(u32::MAX)) as u32) << 3
+        }
+    };
+    Some(delay.max(1))
+}
+
+/// The RTT in microseconds of the eras that measure it in jiffies (to 2.6.39 at HZ 1000 or
+/// without HyStart), `None` where they take no sample.
+#[inline(never)]
+fn tick_sample_us(rules: &DelayRules, clock: &KernelClock, now_us: u64, rtt_us: u64) -> Option<u64> {
     let hz = clock.hz();
     let seq_rtt = || {
         // jiffies(now) - jiffies(sent): the tick difference, as `now - scb->when`.
         let sent = now_us.saturating_sub(rtt_us);
         clock.jiffies(now_us).wrapping_sub(clock.jiffies(sent)) as i32
     };
-    let rtt_us: u64 = match rules.rtt_sample {
+    match rules.rtt_sample {
         RttSample::Tsecr => {
             // 2.6.20 - 2.6.22 `measure_delay()`: `if (!(saw_tstamp && rcv_tsecr)) return`: an
             // echoed timestamp (the jiffies the packet was sent at) of 0 reads as "no
@@ -55,34 +73,28 @@ pub fn delay_of(rules: &DelayRules, clock: &KernelClock, now_us: u64, rtt_us: u6
             if sent_j == 0 {
                 return None;
             }
-            jiffies_to_usecs(hz, clock.jiffies(now_us).wrapping_sub(sent_j))
+            Some(jiffies_to_usecs(hz, clock.jiffies(now_us).wrapping_sub(sent_j)))
         }
         RttSample::JiffiesPositive => {
             let j = seq_rtt();
             if j <= 0 {
                 return None;
             }
-            jiffies_to_usecs(hz, j as u32)
+            Some(jiffies_to_usecs(hz, j as u32))
         }
         RttSample::JiffiesOrStamp => {
             if rules.hystart && hz < 1000 {
-                rtt_us
+                Some(rtt_us)
             } else {
                 let j = seq_rtt();
                 if j < 0 {
                     return None;
                 }
-                jiffies_to_usecs(hz, j as u32)
+                Some(jiffies_to_usecs(hz, j as u32))
             }
         }
-        RttSample::Us => rtt_us,
-    };
-    let delay = match rules.clock {
-        ClockKind::Jiffies => usecs_to_jiffies(hz, rtt_us.min(u64::from(u32::MAX)) as u32) << 3,
-        ClockKind::Ms => ((rtt_us << 3) / 1000) as u32,
-        ClockKind::Us => rtt_us as u32,
-    };
-    Some(delay.max(1))
+        RttSample::Us => Some(rtt_us),
+    }
 }
 
 /// `delay_min` as jiffies for CUBIC's `t + delay_min`: `delay_min >> 3` (jiffies era),

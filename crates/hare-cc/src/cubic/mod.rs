@@ -174,10 +174,13 @@ impl CongestionOps for Cubic {
         self.recalc_ssthresh(ctx.tp.snd_cwnd, ctx.profile)
     }
 
-    #[inline]
+    #[inline(always)]
     fn cong_avoid(&mut self, ctx: &mut OpsCtx<'_>, args: &CongAvoidArgs) {
-        // 2.6.20 - 2.6.22: `measure_delay(sk)` first, before the cwnd-limited test.
-        self.ss.measure_delay(ctx, self.epoch_start, args.rtt_us);
+        // 2.6.20 - 2.6.22: `if (data_acked) measure_delay(sk)` first, before the cwnd-limited
+        // test.
+        if args.data_acked {
+            self.ss.measure_delay(ctx, self.epoch_start, args.rtt_us);
+        }
         if !tcp_cong::is_cwnd_limited(ctx.tp, ctx.profile, args.in_flight) {
             return;
         }

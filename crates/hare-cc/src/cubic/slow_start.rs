@@ -105,7 +105,7 @@ impl CubicSlowStart {
     }
 
     /// Blackout, `delay_min`, then HyStart.
-    #[inline]
+    #[inline(always)]
     fn delay_sample(&mut self, ctx: &mut OpsCtx<'_>, epoch_start: u32, rtt_us: u64) {
         let Some(delay) = delay_of(&self.rules, ctx.clock, ctx.now_us, rtt_us) else {
             return;

@@ -93,19 +93,28 @@ impl Cubic {
     }
 
     /// `bictcp_update(ca, cwnd, acked)` of the era (`acked` = 1 per ACK in the old eras).
-    #[inline]
+    /// Inlined up to its first gate, which returns on most ACKs; the rest is
+    /// [`Cubic::update_cnt`].
+    #[inline(always)]
     pub(crate) fn update(&mut self, u: &CubicUpdate<'_>) {
-        let p = u.profile;
-        let cwnd = u.cwnd;
-        let now = u.now_jiffies;
         self.ack_cnt = self.ack_cnt.wrapping_add(u.acked);
 
         // Recompute at most every HZ/32 jiffies while cwnd is unchanged.
-        if self.last_cwnd == cwnd
-            && (now.wrapping_sub(self.last_time) as i32) <= (u.clock.hz() / 32) as i32
+        if self.last_cwnd == u.cwnd
+            && (u.now_jiffies.wrapping_sub(self.last_time) as i32) <= (u.clock.hz() / 32) as i32
         {
             return;
         }
+        self.update_cnt(u);
+    }
+
+    /// `bictcp_update()` past its first gate: the cube, the TCP-friendly region, the
+    /// delayed-ACK scaling and the `cnt` floor.
+    #[inline(never)]
+    fn update_cnt(&mut self, u: &CubicUpdate<'_>) {
+        let p = u.profile;
+        let cwnd = u.cwnd;
+        let now = u.now_jiffies;
 
         // d6b1a8a92a14: the CUBIC function updates cnt at most once per jiffy.
         let skip_recompute = p.jiffy_skip && self.epoch_start != 0 && now == self.last_time;
