@@ -3,7 +3,8 @@
 //! `tcp_clean_rtx_queue`'s RTT estimator and `pkts_acked`, then, in the era's order
 //! (`Profile::ack_order`), the growth step gated by `tcp_may_raise_cwnd` /
 //! `tcp_in_cwnd_reduction` and `tcp_fastretrans_alert`'s state exit and loss reaction. The CA
-//! states are Open, Recovery (also standing for CWR: quinn has no separate ECN state) and
+//! states are Open, Disorder (2.6.x's hold for one flight after an episode), Recovery (also
+//! standing for CWR: quinn has no separate ECN state) and
 //! Loss, held until the episode's `high_seq` is acknowledged. See `docs/KERNEL-NOTES.md`,
 //! "One ACK".
 
@@ -46,6 +47,9 @@ impl KernelCc {
             }
             return;
         }
+        // Data was acknowledged: `icsk_retransmits = 0` (2.6.x on FLAG_DATA_ACKED, 4.x+ when
+        // snd_una advances), so a later timeout in Loss takes a new ssthresh.
+        self.rto_unanswered = false;
         // tcp_ack_update_rtt() runs in tcp_clean_rtx_queue() before pkts_acked, on the
         // oldest acked packet's RTT (seq_rtt_us); pkts_acked gets the newest's (ca_rtt_us).
         if let Some(rtt) = ack.seq_rtt_us.or(ack.rtt_us) {
@@ -81,7 +85,9 @@ impl KernelCc {
             return;
         }
         let ece_blocks_growth = loss == LossSignal::Ecn && b.tp.snd_cwnd >= b.tp.snd_ssthresh;
-        let moderated = b.ack.ends_episode || b.tp.ca_state == CaState::Loss;
+        let moderated = b.ack.ends_episode
+            || b.tp.ca_state == CaState::Loss
+            || b.tp.ca_state == CaState::Disorder;
         // 2.6.20 - 2.6.22 took a delay sample in that growth step, which a dubious ACK does
         // not take (`data_acked` 0): that ACK runs again too.
         let sampled_in_growth = self.profile.rtt_sample == RttSample::Tsecr;
@@ -125,27 +131,7 @@ impl KernelCc {
                 {
                     self.cong_avoid(ack, now_j, prior_in_flight);
                 }
-                // 2.6.x tcp_fastretrans_alert() runs tcp_moderate_cwnd() (cwnd = min(cwnd,
-                // in_flight + tcp_max_burst())) on every ACK in TCP_CA_Loss that cannot undo,
-                // and on the ACK that leaves Recovery or Loss unless it starts a new
-                // recovery (tcp_try_to_open()).
-                let moderate = if ack.ends_episode {
-                    loss.is_none()
-                } else {
-                    self.tp.ca_state == CaState::Loss
-                };
-                if ack.ends_episode {
-                    self.end_episode(ack.now_us);
-                }
-                if let Some(loss) = loss {
-                    self.loss_reaction(ack.now_us, loss);
-                }
-                if moderate {
-                    let cap = ack
-                        .packets_in_flight
-                        .saturating_add(self.profile.reordering);
-                    self.tp.snd_cwnd = self.tp.snd_cwnd.min(cap).max(1);
-                }
+                self.fastretrans_alert_2_6(ack, loss);
             }
             AckOrder::AlertFirst => {
                 // tcp_fastretrans_alert() first; then tcp_cong_control() grows unless
@@ -164,6 +150,53 @@ impl KernelCc {
         self.tp
             .update_pacing_rate(self.profile.pacing_ss_ratio, self.profile.pacing_ca_ratio);
         self.check_ssthresh_reached();
+    }
+
+    /// 2.6.x `tcp_fastretrans_alert()` after the growth step, for an ACK that is dubious
+    /// (outside Open, ending an episode or revealing a loss; others do not reach it).
+    /// E: the state exit once `high_seq` is acknowledged (Recovery and Loss: the adapter says
+    /// so; Disorder: something above its `high_seq`, then `undo_marker = 0`). F: in Loss,
+    /// `tcp_moderate_cwnd()` (cwnd = min(cwnd, in_flight + tcp_max_burst())); a loss from
+    /// Open or Disorder enters Recovery (or CWR); otherwise, from Open or Disorder,
+    /// `tcp_try_to_open()`: Disorder while `undo_marker` is set (with `high_seq = snd_nxt` when
+    /// it starts; after an episode that was not undone, which hare never does), else Open, and
+    /// `tcp_moderate_cwnd()`.
+    fn fastretrans_alert_2_6(&mut self, ack: &AckEvent, loss: Option<LossSignal>) {
+        let before = self.tp.ca_state;
+        if ack.ends_episode {
+            self.end_episode(ack.now_us);
+        }
+        if self.tp.ca_state == CaState::Disorder && self.tp.snd_una > self.tp.high_seq {
+            self.tp.undo_marker = false;
+            self.tp.ca_state = CaState::Open;
+        }
+        let moderate = match (self.tp.ca_state, loss) {
+            (CaState::Loss, _) => true,
+            (CaState::Recovery, _) => false,
+            (_, Some(loss)) => {
+                self.loss_reaction(ack.now_us, loss);
+                false
+            }
+            (_, None) if before != CaState::Open || ack.ends_episode => {
+                let state = if self.tp.undo_marker {
+                    CaState::Disorder
+                } else {
+                    CaState::Open
+                };
+                if self.tp.ca_state != state {
+                    self.tp.ca_state = state;
+                    self.tp.high_seq = self.tp.snd_nxt;
+                }
+                true
+            }
+            (_, None) => false,
+        };
+        if moderate {
+            let cap = ack
+                .packets_in_flight
+                .saturating_add(self.profile.reordering);
+            self.tp.snd_cwnd = self.tp.snd_cwnd.min(cap).max(1);
+        }
     }
 
     /// `ca_ops->pkts_acked()` with the ACK's packet count: the kernel's count is packets
@@ -209,7 +242,8 @@ impl KernelCc {
     /// folded CWR) and Loss return to Open. The window stays (quinn has no PRR: cwnd is
     /// already ssthresh after a Recovery; after a Loss it is what slow start made it).
     fn end_episode(&mut self, now_us: u64) {
-        if self.tp.ca_state == CaState::Open {
+        // Open and Disorder have no episode to end (Disorder ends on its own high_seq).
+        if matches!(self.tp.ca_state, CaState::Open | CaState::Disorder) {
             return;
         }
         self.tp.ca_state = CaState::Open;
@@ -233,7 +267,7 @@ impl KernelCc {
         // A hook outside the last ACK: that ACK is complete.
         self.before_growth.close();
         self.t_us = now_us;
-        if self.tp.ca_state != CaState::Open {
+        if !matches!(self.tp.ca_state, CaState::Open | CaState::Disorder) {
             return;
         }
         let from = self.tp.snd_cwnd;
@@ -247,6 +281,8 @@ impl KernelCc {
         self.tp.snd_cwnd = ssthresh.min(self.tp.snd_cwnd_clamp);
         self.tp.snd_cwnd_cnt = 0;
         self.tp.ca_state = CaState::Recovery;
+        // tcp_enter_recovery() sets undo_marker; tcp_enter_cwr() clears it.
+        self.tp.undo_marker = !ecn;
         if in_ss && !self.ss_exited {
             self.record_exit(now_us, from, ssthresh, ExitReason::Loss);
         }
@@ -289,9 +325,16 @@ impl KernelCc {
         self.t_us = now_us;
         let from = self.tp.snd_cwnd;
         let in_ss = self.in_slow_start();
-        // tcp_enter_loss(): a new ssthresh only from Open/Disorder (or a first timeout
-        // in Loss, which the model does not tell from a repeated one).
-        if self.tp.ca_state == CaState::Open {
+        // tcp_enter_loss(): a new ssthresh from Open/Disorder, or in Loss once data was
+        // acknowledged since the last timeout (`state == TCP_CA_Loss && !icsk_retransmits`);
+        // not for a timeout repeated without an ACK, nor in Recovery (whose window was
+        // already reduced; the episode's end returns the model to Open first).
+        let reduce = match self.tp.ca_state {
+            CaState::Open | CaState::Disorder => true,
+            CaState::Loss => !self.rto_unanswered,
+            CaState::Recovery => false,
+        };
+        if reduce {
             self.tp.prior_ssthresh = self.tp.current_ssthresh();
             self.tp.prior_cwnd = from;
             self.tp.snd_ssthresh = self.alg_ssthresh();
@@ -305,9 +348,13 @@ impl KernelCc {
         self.tp.snd_cwnd_cnt = 0;
         // tcp_set_ca_state(TCP_CA_Loss): bictcp_reset() and bictcp_hystart_reset().
         self.tp.ca_state = CaState::Loss;
+        // tcp_enter_loss() of a plain RTO: `tp->undo_marker = tp->snd_una`.
+        self.tp.undo_marker = true;
         self.reset_algorithm_on_loss(now_us);
         self.ss_exited = false;
         self.rto_resets = self.rto_resets.saturating_add(1);
+        // tcp_retransmit_timer(): `icsk->icsk_retransmits++` after tcp_enter_loss().
+        self.rto_unanswered = true;
         tracing::trace!(
             target: TRACE_TARGET,
             t_us = now_us,

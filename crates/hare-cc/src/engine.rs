@@ -15,8 +15,8 @@
 //! Deviations from TCP, by necessity of QUIC/quinn (documented in `PROFILES.md`): no undo
 //! (quinn 0.11 has no spurious-loss callback; [`KernelCc::undo_cwnd`] still computes the era's
 //! value), no PRR/rate halving (cwnd = ssthresh at once), ECN-CE handled as a loss (the
-//! kernel's CWR state is folded into Recovery), no SACK/reordering states, no RFC 2861
-//! idle/app-limited decay.
+//! kernel's CWR state is folded into Recovery), no SACK scoreboard (Disorder only as 2.6.x
+//! holds it after an episode, not for reordering), no RFC 2861 idle/app-limited decay.
 
 use crate::ack::PendingGrowth;
 pub use crate::ack::{AckEvent, LossSignal};
@@ -50,6 +50,9 @@ pub struct KernelCc {
     pub(crate) exit_t_us: Option<u64>,
     pub(crate) reductions: u32,
     pub(crate) rto_resets: u32,
+    /// An RTO reset came and no ACK of data since: the kernel's `icsk_retransmits != 0`,
+    /// which keeps a repeated timeout in Loss from taking a new ssthresh.
+    pub(crate) rto_unanswered: bool,
     pub(crate) guards: u32,
     /// The last ACK's state before its growth step (see [`KernelCc::amend_last_ack`]).
     pub(crate) before_growth: PendingGrowth,
@@ -80,6 +83,7 @@ impl KernelCc {
             exit_t_us: None,
             reductions: 0,
             rto_resets: 0,
+            rto_unanswered: false,
             guards: 0,
             before_growth: PendingGrowth::new(tp, module),
             jiffies_memo: (0, clock.jiffies(0)),
@@ -113,6 +117,7 @@ impl KernelCc {
         (self.exit_reason, self.exit_cwnd, self.exit_t_us) = (None, None, None);
         self.reductions = 0;
         self.rto_resets = 0;
+        self.rto_unanswered = false;
         self.before_growth.close();
         self.run_hook(now_us, |m, ctx| m.init(ctx));
     }

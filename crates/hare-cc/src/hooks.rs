@@ -51,7 +51,8 @@ pub struct StartState {
     pub ssthresh: Option<u32>,
     /// `snd_cwnd_cnt` (kept to the era's width).
     pub snd_cwnd_cnt: u32,
-    /// `icsk_ca_state`.
+    /// `icsk_ca_state`. `Disorder` (2.6.x's hold after an episode) lasts until a packet sent
+    /// after `start_from` is acknowledged.
     pub ca_state: CaState,
     /// The sender is cwnd-limited (`tp->is_cwnd_limited` with `max_packets_out = cwnd`);
     /// the old in-flight rules take `prior_in_flight` from each ACK instead.
@@ -118,6 +119,10 @@ impl KernelCc {
         tp.snd_ssthresh = s.ssthresh.unwrap_or(TCP_INFINITE_SSTHRESH);
         tp.snd_cwnd_cnt = s.snd_cwnd_cnt & tp.cwnd_cnt_mask;
         tp.ca_state = s.ca_state;
+        // An episode or a Disorder hold started here: undo still possible, a hold lasting
+        // until something sent from now on is acknowledged.
+        tp.undo_marker = s.ca_state != CaState::Open;
+        tp.high_seq = tp.snd_nxt;
         tp.is_cwnd_limited = s.cwnd_limited;
         tp.max_packets_out = if s.cwnd_limited { tp.snd_cwnd } else { 0 };
         if let Some(srtt) = s.srtt_us {

@@ -13,12 +13,17 @@ use crate::profile::{CwndLimitedRule, SsCompare};
 /// `TCP_INFINITE_SSTHRESH`.
 pub const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 
-/// `icsk_ca_state` values the model uses (Disorder and CWR are folded into Open and Recovery:
-/// quinn reports neither reordering nor a separate ECN state).
+/// `icsk_ca_state` values the model uses (CWR is folded into Recovery: quinn reports no
+/// separate ECN state; Disorder is entered only as 2.6.x enters it after an episode, since
+/// quinn reports no reordering).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CaState {
     /// `TCP_CA_Open`.
     Open,
+    /// `TCP_CA_Disorder`, 2.6.x only: for one flight after a Recovery or Loss episode ends
+    /// without an undo, `tcp_try_to_open()` holds it (its `undo_marker` is still set) until
+    /// something above `high_seq` is acknowledged; every ACK then moderates cwnd.
+    Disorder,
     /// `TCP_CA_Recovery` (also used for ECN-CE, the kernel's `TCP_CA_CWR`).
     Recovery,
     /// `TCP_CA_Loss`: after an RTO reset, until the episode's `high_seq` is acknowledged.
@@ -54,6 +59,12 @@ pub struct TcpSock {
     pub is_cwnd_limited: bool,
     /// `icsk_ca_state`.
     pub ca_state: CaState,
+    /// `high_seq` of a Disorder hold: `snd_nxt` when it began (the model's Recovery and Loss
+    /// episodes end when the adapter says their `high_seq` was acknowledged).
+    pub high_seq: u64,
+    /// `undo_marker != 0`: the last Recovery or Loss entry could still be undone (set on
+    /// entering them, cleared by `tcp_enter_cwr()` and when a Disorder hold ends).
+    pub undo_marker: bool,
     /// `srtt_us` (us << 3), 0 before the first sample.
     pub srtt_us: u32,
     /// `mss_cache` (bytes).
@@ -87,6 +98,8 @@ impl TcpSock {
             cwnd_usage_seq: 0,
             is_cwnd_limited: false,
             ca_state: CaState::Open,
+            high_seq: 0,
+            undo_marker: false,
             srtt_us: 0,
             mss,
             lsndtime: 0,

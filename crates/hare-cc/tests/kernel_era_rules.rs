@@ -12,7 +12,7 @@ use hare_cc::cubic::{Cubic, CubicUpdate};
 use hare_cc::engine::{AckEvent, CcModule, KernelCc, LossSignal};
 use hare_cc::profile::{ClockKind, DelayBlackout, RttSample};
 use hare_cc::tcp_cong;
-use hare_cc::tcp_sock::TcpSock;
+use hare_cc::tcp_sock::{CaState, TcpSock};
 use hare_cc::{Algorithm, Phase};
 use kernel_support::{profile, Manual};
 
@@ -208,7 +208,8 @@ fn ack_that_ends_recovery_grows_only_in_modern_kernels() {
 fn ca_loss_holds_until_high_seq_and_freezes_delayed_ack() {
     // 2.6.39 bictcp_acked(): `if (icsk->icsk_ca_state == TCP_CA_Open)` the delayed_ack EWMA
     // `ratio - ratio / 16 + cnt` (capped at 32 << 4); tcp_enter_loss() stays in TCP_CA_Loss
-    // until high_seq is acknowledged.
+    // until high_seq is acknowledged, then tcp_try_to_open() holds TCP_CA_Disorder (the RTO's
+    // undo_marker is still set) until something sent after that is acknowledged.
     let p = profile("linux-2.6.39", &[("initial_cwnd", "10"), ("hystart", "0")]);
     let mut m = Manual::new(Algorithm::Cubic, &p, true);
     let delayed_ack = |m: &Manual| match m.cc.module() {
@@ -224,6 +225,15 @@ fn ca_loss_holds_until_high_seq_and_freezes_delayed_ack() {
     assert_eq!(m.cc.cwnd(), 2, "slow start in Loss");
     m.ack_with(MS, 3, 80 * MS, true, None);
     assert_eq!(delayed_ack(&m), 32, "pkts_acked runs before the state exit");
+    let ca_state = |m: &Manual| m.cc.tcp_sock().ca_state;
+    assert_eq!(ca_state(&m), CaState::Disorder);
+    let high_seq = m.cc.tcp_sock().high_seq;
+    while ca_state(&m) == CaState::Disorder {
+        m.ack_n(MS, 1, 80 * MS);
+        assert_eq!(delayed_ack(&m), 32, "frozen in Disorder");
+    }
+    // The hold ended on the ACK of the first packet numbered high_seq (snd_una above it).
+    assert_eq!(m.cc.tcp_sock().snd_una, high_seq + 1);
     m.ack_n(MS, 3, 80 * MS);
     assert_eq!(delayed_ack(&m), 33, "Open again");
 }
@@ -382,6 +392,118 @@ fn old_cubic_takes_no_delay_sample_on_a_dubious_ack() {
     // The ACK that ends Recovery is still taken in Recovery (2.6.x grows, or not, first).
     cc.on_ack(&ack(112, 3, 6, true));
     assert_eq!(cc.delay_min(), 120, "the ACK that ends Recovery");
-    cc.on_ack(&ack(116, 4, 5, false));
+    // tcp_try_to_open() holds Disorder until something above high_seq (snd_nxt 10 then) is
+    // acknowledged: its ACKs are dubious too, the one that leaves it included.
+    cc.on_sent(114 * MS, 12, 8);
+    cc.on_ack(&ack(116, 4, 7, false));
+    assert_eq!(cc.delay_min(), 120, "in Disorder");
+    cc.on_ack(&ack(120, 10, 6, false));
+    assert_eq!(cc.tcp_sock().ca_state, CaState::Open);
+    assert_eq!(cc.delay_min(), 120, "the ACK that leaves Disorder");
+    // Growth in Disorder started a new epoch at 116 ms: measure_delay() discards samples
+    // for HZ jiffies after it ("right after fast recovery").
+    cc.on_ack(&ack(124, 11, 5, false));
+    assert_eq!(cc.delay_min(), 120, "within a second of the epoch start");
+    cc.on_sent(1150 * MS, 13, 5);
+    cc.on_ack(&ack(1200, 12, 4, false));
     assert_eq!(cc.delay_min(), 80, "Open again");
+}
+
+#[test]
+fn a_timeout_in_loss_takes_a_new_ssthresh_once_data_was_acknowledged() {
+    // tcp_enter_loss(): `if (state <= TCP_CA_Disorder || ... || (state == TCP_CA_Loss &&
+    // !icsk->icsk_retransmits))` ssthresh = ca_ops->ssthresh(); tcp_retransmit_timer() counts
+    // icsk_retransmits up after it, an ACK of data zeroes it. CUBIC linux-6 (beta 717):
+    // 100 -> ssthresh 70; a repeated timeout without an ACK keeps 70; after an ACK of 15
+    // packets (slow start in Loss: cwnd 16) the next one takes 16 * 717 / 1024 = 11.
+    let p = profile("linux-6", &[("hystart", "0")]);
+    let mut cc = KernelCc::new(Algorithm::Cubic, &p, true, 1448);
+    cc.start_from(&hare_cc::hooks::StartState {
+        cwnd: 100,
+        ..hare_cc::hooks::StartState::default()
+    })
+    .expect("cubic state");
+    cc.on_rto(100 * MS);
+    assert_eq!((cc.cwnd(), cc.ssthresh()), (1, Some(70)));
+    cc.on_rto(300 * MS);
+    assert_eq!(
+        (cc.cwnd(), cc.ssthresh()),
+        (1, Some(70)),
+        "repeated, no ACK"
+    );
+    cc.on_ack(&AckEvent {
+        now_us: 400 * MS,
+        packets: 15,
+        acked_pkts: 15,
+        rtt_us: Some(80 * MS),
+        largest_acked: Some(14),
+        packets_in_flight: 0,
+        ..Default::default()
+    });
+    assert_eq!(cc.tcp_sock().ca_state, CaState::Loss);
+    assert_eq!(cc.cwnd(), 16);
+    cc.on_rto(600 * MS);
+    assert_eq!(
+        (cc.cwnd(), cc.ssthresh()),
+        (1, Some(11)),
+        "after an ACK of data"
+    );
+}
+
+#[test]
+fn old_eras_hold_disorder_for_a_flight_after_recovery() {
+    // 2.6.39 tcp_fastretrans_alert(): Recovery ends without an undo (tcp_try_undo_recovery()
+    // sets Open, undo_marker stays), then tcp_try_to_open() finds undo_marker set: Disorder
+    // with high_seq = snd_nxt, and tcp_moderate_cwnd() (cwnd = min(cwnd, in_flight + 3)) on
+    // every ACK until something above high_seq is acknowledged (`undo_marker = 0`, Open).
+    let p = profile("linux-2.6.39", &[("initial_cwnd", "20")]);
+    let mut cc = KernelCc::new(Algorithm::Reno, &p, true, 1448);
+    cc.on_sent(0, 20, 20);
+    let ack = |now_ms: u64, largest: u64, in_flight: u32| AckEvent {
+        now_us: now_ms * MS,
+        packets: 1,
+        acked_pkts: 1,
+        rtt_us: Some(100 * MS),
+        largest_acked: Some(largest),
+        packets_in_flight: in_flight,
+        ..Default::default()
+    };
+    // Slow start 20 -> 21 first (2.6.x), then ssthresh = 21 >> 1 = 10 = cwnd.
+    cc.on_ack(&AckEvent {
+        loss: Some(LossSignal::Loss),
+        ..ack(100, 0, 19)
+    });
+    assert_eq!((cc.cwnd(), cc.ssthresh()), (10, Some(10)));
+    // The ACK that ends Recovery: no growth, Disorder until snd_nxt 20, min(10, 5 + 3).
+    cc.on_ack(&AckEvent {
+        ends_episode: true,
+        ..ack(200, 1, 5)
+    });
+    let state = |cc: &KernelCc| (cc.tcp_sock().ca_state, cc.tcp_sock().high_seq);
+    assert_eq!(state(&cc), (CaState::Disorder, 20));
+    assert_eq!(cc.cwnd(), 8);
+    // In Disorder: slow start 8 -> 9 (cwnd <= ssthresh), then min(9, 4 + 3) = 7.
+    cc.on_ack(&ack(210, 2, 4));
+    assert_eq!((state(&cc), cc.cwnd()), ((CaState::Disorder, 20), 7));
+    // Packet 20 (sent after the hold began) acknowledged: 7 -> 8, Open, min(8, 5 + 3).
+    cc.on_sent(215 * MS, 22, 6);
+    cc.on_ack(&ack(220, 20, 5));
+    assert_eq!((state(&cc).0, cc.cwnd()), (CaState::Open, 8));
+    // Open: no longer moderated (min(8, 1 + 3) would be 4); not cwnd-limited, no growth.
+    cc.on_ack(&ack(230, 21, 1));
+    assert_eq!(cc.cwnd(), 8);
+    // 4.4 (tcp_try_keep_open(): Disorder only with SACKed, lost or retransmitted data out)
+    // neither holds Disorder nor moderates.
+    let p = profile("linux-4.4", &[("initial_cwnd", "20")]);
+    let mut cc = KernelCc::new(Algorithm::Reno, &p, true, 1448);
+    cc.on_sent(0, 20, 20);
+    cc.on_ack(&AckEvent {
+        loss: Some(LossSignal::Loss),
+        ..ack(100, 0, 19)
+    });
+    cc.on_ack(&AckEvent {
+        ends_episode: true,
+        ..ack(200, 1, 5)
+    });
+    assert_eq!(state(&cc).0, CaState::Open);
 }
