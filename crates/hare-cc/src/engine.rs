@@ -103,13 +103,23 @@ impl KernelCc {
     /// `init` leaves them (HyStart's first round starts here, ending at `snd_nxt` 0), and the
     /// sequence numbers start again at 0 (1-RTT packet numbers start at 0, RFC 9000 section
     /// 12.3). Kept, as the kernel keeps them: the RTT estimator, which the SYN's ACK fed
-    /// (`tcp_ack_update_rtt()`), the clock, `lsndtime` and `packets_out`.
+    /// (`tcp_ack_update_rtt()`), the clock, `lsndtime` and `packets_out`; the pacing rate is
+    /// the one that ACK left (the initial window at the SYN's RTT), which 5.6+ HyStart's
+    /// ACK-train cushion reads on the first data ACK.
     pub fn establish(&mut self, now_us: u64) {
         let (mut tp, module) =
             initial_state(self.algorithm, &self.profile, self.tp.mss, &self.clock);
         tp.srtt_us = self.tp.srtt_us;
         tp.lsndtime = self.tp.lsndtime;
         tp.packets_out = self.tp.packets_out;
+        // The SYN-ACK's tcp_ack() ends in tcp_update_pacing_rate() (4.x+: from
+        // tcp_cong_control()) before tcp_init_transfer() sets the initial window; nothing
+        // recomputes it until the first data ACK, so HyStart's ACK-train cushion (5.6+,
+        // hystart_ack_delay()) reads that rate on the first data ACK: the initial window at
+        // the SYN's RTT, in slow start.
+        if tp.srtt_us != 0 {
+            tp.update_pacing_rate(self.profile.pacing_ss_ratio, self.profile.pacing_ca_ratio);
+        }
         self.tp = tp;
         self.module = module;
         self.t_us = self.t_us.max(now_us);

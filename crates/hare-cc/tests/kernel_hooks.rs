@@ -156,3 +156,28 @@ fn tx_start_after_idle_moves_cubics_epoch_in_the_eras_that_do() {
         assert_eq!(cc.epoch_start(), expected, "{name}");
     }
 }
+
+#[test]
+fn the_first_data_ack_reads_the_pacing_rate_the_handshake_left() {
+    // The SYN-ACK's tcp_ack() ends in tcp_update_pacing_rate(); tcp_init_transfer() then sets
+    // the initial window and nothing recomputes the rate before the first data ACK, whose
+    // hystart_ack_delay() (5.6+) reads it. Handshake RTT 80 ms (srtt 640,000 = 80,000 << 3),
+    // initial window 10 of 1200 B, slow start (200%): 1200 * 80,000 * 200 * 10 / 640,000 =
+    // 300,000 B/s, and a cushion of min(1000, 65,536 * 4 * 10^6 / 300,000) = 1000 us.
+    let p = profile("linux-6", &[]);
+    let mut cc = KernelCc::new(Algorithm::Cubic, &p, true, 1200);
+    cc.on_sent(0, 1, 1);
+    cc.on_ack(&AckEvent {
+        now_us: 80_000,
+        packets: 1,
+        acked_pkts: 1,
+        rtt_us: Some(80_000),
+        largest_acked: Some(0),
+        ..AckEvent::default()
+    });
+    cc.establish(80_000);
+    assert_eq!(cc.cwnd(), 10);
+    assert_eq!(cc.tcp_sock().srtt_us, 640_000);
+    assert_eq!(cc.pacing_rate(), 300_000);
+    assert_eq!(cc.hystart_ack_delay_us(), 1000);
+}
