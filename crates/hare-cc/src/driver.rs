@@ -152,15 +152,16 @@ impl KernelCc {
         self.check_ssthresh_reached();
     }
 
-    /// 2.6.x `tcp_fastretrans_alert()` after the growth step, for an ACK that is dubious
-    /// (outside Open, ending an episode or revealing a loss; others do not reach it).
-    /// E: the state exit once `high_seq` is acknowledged (Recovery and Loss: the adapter says
-    /// so; Disorder: something above its `high_seq`, then `undo_marker = 0`). F: in Loss,
-    /// `tcp_moderate_cwnd()` (cwnd = min(cwnd, in_flight + tcp_max_burst())); a loss from
-    /// Open or Disorder enters Recovery (or CWR); otherwise, from Open or Disorder,
-    /// `tcp_try_to_open()`: Disorder while `undo_marker` is set (with `high_seq = snd_nxt` when
-    /// it starts; after an episode that was not undone, which hare never does), else Open, and
-    /// `tcp_moderate_cwnd()`.
+    /// 2.6.x `tcp_fastretrans_alert()` (2.6.20 and 2.6.39 `net/ipv4/tcp_input.c`) after the
+    /// growth step, for an ACK that is dubious (`tcp_ack_is_dubious()`: outside Open, ending
+    /// an episode or revealing a loss; other ACKs do not reach it). Step E, the state exit
+    /// once `high_seq` is acknowledged: Recovery and Loss when the adapter says so (their
+    /// `tcp_try_undo_recovery()` cannot undo under quinn, so `undo_marker` stays set);
+    /// Disorder when something above its own `high_seq` is, with `undo_marker = 0`. Step F:
+    /// in Loss, `tcp_moderate_cwnd()` (cwnd = min(cwnd, in_flight + tcp_max_burst())); in
+    /// Recovery, nothing; a loss from Open or Disorder enters Recovery (or CWR); otherwise
+    /// `tcp_try_to_open()`: Disorder while `undo_marker` is set, else Open (`high_seq =
+    /// snd_nxt` when the state changes), then `tcp_moderate_cwnd()`.
     fn fastretrans_alert_2_6(&mut self, ack: &AckEvent, loss: Option<LossSignal>) {
         let before = self.tp.ca_state;
         if ack.ends_episode {
