@@ -12,7 +12,7 @@ use crate::ack::{AckEvent, LossSignal};
 use crate::engine::KernelCc;
 use crate::events::{CcEvent, ExitReason, TRACE_TARGET};
 use crate::ops::{AckSample, CongAvoidArgs, CongestionOps, HookOut};
-use crate::profile::{AckOrder, RttSample};
+use crate::profile::AckOrder;
 use crate::tcp_sock::CaState;
 
 impl KernelCc {
@@ -73,7 +73,8 @@ impl KernelCc {
 
     /// The last ACK also revealed `loss` (quinn reports losses and ECN-CE after the frame's
     /// acks): the model goes back to the state before that ACK's growth step and runs the
-    /// rest of the ACK again in the era's order, as if the loss had come with it. Without a
+    /// rest of the ACK again with the loss, in the era's order, as if the loss had come with
+    /// it (whatever the era: the steps before the growth step do not read the loss). Without a
     /// pending ACK (a loss found by a timer) it is the plain loss reaction.
     pub fn amend_last_ack(&mut self, now_us: u64, loss: LossSignal) {
         let Some(b) = self.before_growth.take() else {
@@ -81,22 +82,6 @@ impl KernelCc {
             return;
         };
         if b.ack.loss.is_some() {
-            self.loss_reaction(now_us, loss);
-            return;
-        }
-        let ece_blocks_growth = loss == LossSignal::Ecn && b.tp.snd_cwnd >= b.tp.snd_ssthresh;
-        let moderated = b.ack.ends_episode
-            || b.tp.ca_state == CaState::Loss
-            || b.tp.ca_state == CaState::Disorder;
-        // 2.6.20 - 2.6.22 took a delay sample in that growth step, which a dubious ACK does
-        // not take (`data_acked` 0): that ACK runs again too.
-        let sampled_in_growth = self.profile.rtt_sample == RttSample::Tsecr;
-        if self.profile.ack_order == AckOrder::AvoidFirst
-            && !ece_blocks_growth
-            && !moderated
-            && !sampled_in_growth
-        {
-            // The growth already ran first, as in 2.6.x: only the loss reaction is left.
             self.loss_reaction(now_us, loss);
             return;
         }
@@ -130,6 +115,11 @@ impl KernelCc {
                     && (!ece || self.tp.snd_cwnd < self.tp.snd_ssthresh)
                 {
                     self.cong_avoid(ack, now_j, prior_in_flight);
+                }
+                if loss.is_some() {
+                    // Growth came first: if it took cwnd past ssthresh, that ended slow
+                    // start, not the loss reaction below.
+                    self.check_ssthresh_reached();
                 }
                 self.fastretrans_alert_2_6(ack, loss);
             }

@@ -13,7 +13,7 @@ use hare_cc::engine::{AckEvent, CcModule, KernelCc, LossSignal};
 use hare_cc::profile::{ClockKind, DelayBlackout, RttSample};
 use hare_cc::tcp_cong;
 use hare_cc::tcp_sock::{CaState, TcpSock};
-use hare_cc::{Algorithm, Phase};
+use hare_cc::{Algorithm, CcEvent, ExitReason, Phase};
 use kernel_support::{profile, Manual};
 
 const MS: u64 = 1000;
@@ -148,6 +148,18 @@ fn snd_cwnd_cnt_is_16_bits_to_2_6_23() {
     }
 }
 
+/// At 81 ms, one ACK of the first two of 21 packets in flight, with an 80 ms RTT.
+fn first_two_acked_at_81_ms() -> AckEvent {
+    AckEvent {
+        now_us: 81 * MS,
+        acked_pkts: 2,
+        rtt_us: Some(80 * MS),
+        largest_acked: Some(1),
+        packets_in_flight: 19,
+        ..Default::default()
+    }
+}
+
 #[test]
 fn loss_revealing_ack_grows_first_in_2_6_and_not_in_modern_kernels() {
     // 2.6.39 tcp_ack(): `if (tcp_may_raise_cwnd()) tcp_cong_avoid(); tcp_fastretrans_alert()`:
@@ -167,14 +179,7 @@ fn loss_revealing_ack_grows_first_in_2_6_and_not_in_modern_kernels() {
         // ... and quinn's order (acks, then the congestion event) give the same.
         // (No send in between: quinn reports the loss before it transmits again.)
         let mut q = Manual::new(Algorithm::Reno, &p, true);
-        q.cc.on_ack(&AckEvent {
-            now_us: 81 * MS,
-            acked_pkts: 2,
-            rtt_us: Some(80 * MS),
-            largest_acked: Some(1),
-            packets_in_flight: 19,
-            ..Default::default()
-        });
+        q.cc.on_ack(&first_two_acked_at_81_ms());
         q.cc.amend_last_ack(81 * MS, LossSignal::Loss);
         assert_eq!(
             (q.cc.cwnd(), q.cc.ssthresh()),
@@ -182,6 +187,52 @@ fn loss_revealing_ack_grows_first_in_2_6_and_not_in_modern_kernels() {
             "{name}"
         );
         assert_eq!(q.cc.phase(), Phase::Recovery);
+    }
+}
+
+#[test]
+fn growth_to_ssthresh_on_a_loss_revealing_ack_is_reported_before_the_loss_in_2_6() {
+    // 2.6.39 grows first (cwnd 21 <= ssthresh 21: slow start, +1 to 22, past ssthresh), then
+    // reacts to the loss (ssthresh = 22 >> 1 = 11): slow start ended by reaching ssthresh on
+    // this ACK, whether the loss came with the ACK or (quinn's order) right after it.
+    let p = profile(
+        "linux-2.6.39",
+        &[("initial_cwnd", "21"), ("route_ssthresh", "21")],
+    );
+    let expected = [
+        CcEvent::SlowStartExit {
+            t_us: 81 * MS,
+            cwnd: 22,
+            ssthresh: 21,
+            reason: ExitReason::SsthreshReached,
+        },
+        CcEvent::WindowReduced {
+            t_us: 81 * MS,
+            from_cwnd: 22,
+            to_cwnd: 11,
+            ssthresh: 11,
+            ecn: false,
+        },
+    ];
+    for amended in [false, true] {
+        let mut cc = KernelCc::new(Algorithm::Reno, &p, true, 1448);
+        cc.on_sent(0, 21, 21);
+        let ack = first_two_acked_at_81_ms();
+        if amended {
+            cc.on_ack(&ack);
+            // The growth step's decisions wait until nothing can amend the ACK.
+            assert_eq!(cc.drain_events().count(), 0);
+            cc.amend_last_ack(81 * MS, LossSignal::Loss);
+        } else {
+            cc.on_ack(&AckEvent {
+                loss: Some(LossSignal::Loss),
+                ..ack
+            });
+        }
+        cc.close_ack();
+        let events: Vec<CcEvent> = cc.drain_events().collect();
+        assert_eq!(events, expected, "amended {amended}");
+        assert_eq!((cc.cwnd(), cc.ssthresh()), (11, Some(11)));
     }
 }
 
