@@ -13,6 +13,7 @@ use crate::engine::KernelCc;
 use crate::events::{CcEvent, ExitReason, TRACE_TARGET};
 use crate::ops::{AckSample, CongAvoidArgs, CongestionOps, HookOut};
 use crate::profile::AckOrder;
+use crate::tcp_cong;
 use crate::tcp_sock::CaState;
 
 impl KernelCc {
@@ -185,7 +186,7 @@ impl KernelCc {
         if moderate {
             let cap = ack
                 .packets_in_flight
-                .saturating_add(self.profile.reordering);
+                .saturating_add(tcp_cong::tcp_max_burst(&self.profile));
             self.tp.snd_cwnd = self.tp.snd_cwnd.min(cap).max(1);
         }
     }

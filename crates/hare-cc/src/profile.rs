@@ -458,7 +458,8 @@ profile_params! {
     "gso" => gso: bool = any;
     /// `sysctl_tcp_tso_win_divisor`: 3.
     "tso_win_divisor" => tso_win_divisor: u32 = any;
-    /// `tp->reordering` (`tcp_max_burst`): 3.
+    /// `tp->reordering`: 3. It is `tcp_max_burst()` from 2.6.26; 2.6.20 - 2.6.25 burst by a
+    /// constant 3 whatever it says (the model has no other use for it).
     "reordering" => reordering: u32 = any;
     /// Initial cwnd in segments; 0 = RFC 3390 by segment size (2/3/4, up to 2.6.38);
     /// 10 from 2.6.39 (IW10).

@@ -137,6 +137,18 @@ pub fn cong_avoid_ai(tp: &mut TcpSock, p: &Profile, w: u32, acked: u32) {
     }
 }
 
+/// `tcp_max_burst()` of the era: the constant 3 to 2.6.25, `tp->reordering` from
+/// dd9e0dda66b ("Increase the max_burst threshold from 3 to tp->reordering", 2.6.26, the
+/// release whose `tcp_is_cwnd_limited()` is [`CwndLimitedRule::InFlight`]), so the profile's
+/// `reordering` counts from the eras after [`CwndLimitedRule::InFlightV1`].
+#[inline]
+pub fn tcp_max_burst(p: &Profile) -> u32 {
+    match p.cwnd_limited {
+        CwndLimitedRule::InFlightV1 => 3,
+        _ => p.reordering,
+    }
+}
+
 /// `tcp_is_cwnd_limited()` of the era. `in_flight` is `tcp_ack()`'s `prior_in_flight`
 /// (packets in flight before this ACK), read by the rules before 3.16.
 #[inline]
@@ -154,7 +166,7 @@ pub fn is_cwnd_limited(tp: &TcpSock, p: &Profile, in_flight: u32) -> bool {
             if p.tso_win_divisor != 0 {
                 left.wrapping_mul(p.tso_win_divisor) < cwnd
             } else {
-                left <= p.reordering
+                left <= tcp_max_burst(p)
             }
         }
         CwndLimitedRule::InFlight => {
@@ -168,7 +180,7 @@ pub fn is_cwnd_limited(tp: &TcpSock, p: &Profile, in_flight: u32) -> bool {
             {
                 return true;
             }
-            left <= p.reordering
+            left <= tcp_max_burst(p)
         }
         CwndLimitedRule::MaxPacketsOut => {
             // 3.16 - 5.18: if in slow start, ensure cwnd grows to twice what was ACKed;

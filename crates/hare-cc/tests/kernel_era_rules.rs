@@ -502,6 +502,46 @@ fn a_timeout_in_loss_takes_a_new_ssthresh_once_data_was_acknowledged() {
 }
 
 #[test]
+fn the_moderation_burst_is_3_until_2_6_26_and_tp_reordering_after() {
+    // tcp_max_burst() returned 3 until dd9e0dda66b (2.6.26) made it tp->reordering. With
+    // reordering 10, the ACK that ends Recovery (cwnd 10, 2 in flight) enters Disorder and
+    // tcp_moderate_cwnd() gives min(10, 2 + 3) = 5 in 2.6.20 and 2.6.22, min(10, 2 + 10) = 10
+    // in 2.6.39; with the default reordering 3, 2.6.39 gives 5 too.
+    for (name, reordering, moderated) in [
+        ("linux-2.6.20", "10", 5),
+        ("linux-2.6.22", "10", 5),
+        ("linux-2.6.39", "10", 10),
+        ("linux-2.6.39", "3", 5),
+    ] {
+        let p = profile(name, &[("initial_cwnd", "20"), ("reordering", reordering)]);
+        let mut cc = KernelCc::new(Algorithm::Reno, &p, true, 1448);
+        cc.on_sent(0, 20, 20);
+        let ack = AckEvent {
+            now_us: 100 * MS,
+            packets: 1,
+            acked_pkts: 1,
+            rtt_us: Some(100 * MS),
+            largest_acked: Some(0),
+            packets_in_flight: 19,
+            loss: Some(LossSignal::Loss),
+            ..Default::default()
+        };
+        cc.on_ack(&ack);
+        assert_eq!(cc.cwnd(), 10, "{name}: ssthresh = 21 >> 1 after 20 -> 21");
+        cc.on_ack(&AckEvent {
+            now_us: 200 * MS,
+            largest_acked: Some(1),
+            packets_in_flight: 2,
+            ends_episode: true,
+            loss: None,
+            ..ack
+        });
+        assert_eq!(cc.tcp_sock().ca_state, CaState::Disorder, "{name}");
+        assert_eq!(cc.cwnd(), moderated, "{name} reordering {reordering}");
+    }
+}
+
+#[test]
 fn old_eras_hold_disorder_for_a_flight_after_recovery() {
     // 2.6.39 tcp_fastretrans_alert(): Recovery ends without an undo (tcp_try_undo_recovery()
     // sets Open, undo_marker stays), then tcp_try_to_open() finds undo_marker set: Disorder
