@@ -11,7 +11,9 @@
 //!
 //! Run: `cargo bench -p hare-cc --bench ack_frame -- --measurement-time 3 --warm-up-time 1`
 //! (`HARE_BENCH_ONLY=quinn-cubic,hare-cubic-linux-6` limits the interleaved run to those
-//! variants, e.g. to count instructions per frame under `valgrind --tool=callgrind`).
+//! variants, e.g. to count instructions per frame under `valgrind --tool=callgrind`;
+//! `HARE_BENCH_PER_FRAME=N` acknowledges N packets per frame instead of 2, at the same rate:
+//! quinn's controller works per packet and hare's per frame, so the ratio depends on it).
 
 #[path = "../tests/quinn_support/pair.rs"]
 #[allow(dead_code)]
@@ -28,10 +30,23 @@ use quinn_proto::congestion::{Controller, ControllerFactory, CubicConfig};
 use quinn_proto::RttEstimator;
 
 const MTU: u16 = 1200;
-/// Packets acknowledged per ACK frame (a delayed-ACK receiver).
+/// Packets acknowledged per ACK frame by default: a receiver acknowledging every second
+/// ack-eliciting packet (RFC 9000 section 13.2.2).
 const PER_FRAME: u64 = 2;
-/// Virtual time between two ACK frames: 2 packets of 1200 B at 192 Mbit/s.
-const FRAME_GAP: Duration = Duration::from_micros(100);
+/// Virtual time per acknowledged packet: 1200 B at 192 Mbit/s.
+const PACKET_GAP: Duration = Duration::from_micros(50);
+
+/// Packets acknowledged per ACK frame: `HARE_BENCH_PER_FRAME` (1 to 64), else [`PER_FRAME`].
+fn per_frame() -> u64 {
+    static N: OnceLock<u64> = OnceLock::new();
+    *N.get_or_init(|| {
+        std::env::var("HARE_BENCH_PER_FRAME")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|n| (1..=64).contains(n))
+            .unwrap_or(PER_FRAME)
+    })
+}
 /// Base RTT of the synthetic path.
 const RTT: Duration = Duration::from_millis(80);
 /// The path's capacity in packets: a window above it loses one packet (one congestion event),
@@ -47,6 +62,10 @@ struct Steady {
     now: Duration,
     next_pn: u64,
     flight: VecDeque<(u64, Duration)>,
+    /// [`per_frame`], read once.
+    per_frame: u64,
+    /// Virtual time between two frames: `per_frame` packets' worth.
+    frame_gap: Duration,
 }
 
 impl Steady {
@@ -59,6 +78,8 @@ impl Steady {
             now: Duration::ZERO,
             next_pn: 0,
             flight: VecDeque::new(),
+            per_frame: per_frame(),
+            frame_gap: PACKET_GAP * per_frame() as u32,
         };
         s.refill();
         // Slow start to ~1000 packets, then one loss: both controllers in congestion
@@ -87,8 +108,8 @@ impl Steady {
     fn refill(&mut self) {
         let window = self.ctrl.window();
         let mut n = 0_u64;
-        // quinn's send test; at most 4 packets per frame (2 acknowledged + growth).
-        while n < 4 && self.in_flight_bytes() + u64::from(MTU) < window {
+        // quinn's send test; at most the frame's packets + 2 (growth) per transmit.
+        while n < self.per_frame + 2 && self.in_flight_bytes() + u64::from(MTU) < window {
             self.flight.push_back((self.next_pn, self.now));
             self.next_pn += 1;
             n += 1;
@@ -102,10 +123,10 @@ impl Steady {
 
     /// One ACK frame and the sends it releases.
     fn frame(&mut self) {
-        self.now += FRAME_GAP;
+        self.now += self.frame_gap;
         let now = self.base + self.now.max(RTT);
         let mut largest = None;
-        for _ in 0..PER_FRAME {
+        for _ in 0..self.per_frame {
             let Some((pn, sent)) = self.flight.pop_front() else {
                 break;
             };
@@ -251,7 +272,10 @@ fn report() {
         .iter()
         .find(|(n, _)| *n == "quinn-cubic")
         .map(|(_, ns)| *ns);
-    println!("\nack_frame: ns per ACK frame ({PER_FRAME} packets + refill), ratio to quinn-cubic");
+    println!(
+        "\nack_frame: ns per ACK frame ({} packets + refill), ratio to quinn-cubic",
+        per_frame()
+    );
     println!(
         "  {:<28} {:>14} {:>7}   {:>22} {:>13}",
         "variant", "criterion mean", "ratio", "interleaved median", "paired ratio"
