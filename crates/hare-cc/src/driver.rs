@@ -264,9 +264,10 @@ impl KernelCc {
         }
         let from = self.tp.snd_cwnd;
         let in_ss = self.in_slow_start();
-        if !ecn {
-            self.tp.prior_ssthresh = self.tp.current_ssthresh();
-        }
+        // tcp_enter_recovery() saves tcp_current_ssthresh() for an undo; tcp_enter_cwr()
+        // clears it (`tp->prior_ssthresh = 0`, 2.6.20 and 6.x alike): an ECN reduction is
+        // never undone to an earlier ssthresh.
+        self.tp.prior_ssthresh = if ecn { 0 } else { self.tp.current_ssthresh() };
         self.tp.prior_cwnd = from;
         let ssthresh = self.alg_ssthresh();
         self.tp.snd_ssthresh = ssthresh;

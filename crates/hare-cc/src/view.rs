@@ -9,7 +9,7 @@ use crate::cubic::{hystart_ack_delay_us, CubicSlowStart};
 use crate::engine::{CcModule, KernelCc};
 use crate::events::{CcEvent, Phase, Snapshot};
 use crate::ops::CongestionOps;
-use crate::profile::{Algorithm, Profile, SlowStartKind};
+use crate::profile::{Algorithm, Profile, SlowStartKind, UndoRule};
 use crate::tcp_sock::{CaState, TcpSock, TCP_INFINITE_SSTHRESH};
 
 impl KernelCc {
@@ -193,9 +193,23 @@ impl KernelCc {
         self.guards.saturating_add(self.module.own_guards())
     }
 
-    /// The window the era's `undo_cwnd` would restore (quinn 0.11 never undoes; exposed so the
-    /// era-specific arithmetic stays tested).
+    /// The window an undo of the era would restore (quinn 0.11 never undoes; exposed so the
+    /// era-specific arithmetic stays tested): cwnd itself when nothing can be undone (no
+    /// `undo_marker`: no reduction yet, or an ECN one, which `tcp_enter_cwr()` makes final).
+    /// The kernel's undo (`tcp_undo_cwr()` in 2.6.x, `tcp_undo_cwnd_reduction()` later) asks
+    /// the module's `undo_cwnd` only when the reduction saved `prior_ssthresh`; without it,
+    /// 2.6.20 - 4.4 take `max(cwnd, ssthresh)` and the kernels of the `prior-cwnd` undo rule
+    /// (5.0 and 6.x read here) leave cwnd as it is.
     pub fn undo_cwnd(&self) -> u32 {
-        self.module.undo_cwnd(&self.tp, &self.profile)
+        if !self.tp.undo_marker {
+            return self.tp.snd_cwnd;
+        }
+        if self.tp.prior_ssthresh != 0 {
+            return self.module.undo_cwnd(&self.tp, &self.profile);
+        }
+        match self.profile.undo {
+            UndoRule::PriorCwnd => self.tp.snd_cwnd,
+            UndoRule::LastMax | UndoRule::LossCwnd => self.tp.snd_cwnd.max(self.tp.snd_ssthresh),
+        }
     }
 }

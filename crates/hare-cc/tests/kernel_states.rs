@@ -294,6 +294,23 @@ fn undo_rules_per_era() {
 }
 
 #[test]
+fn an_ecn_reduction_is_not_undone() {
+    // tcp_enter_cwr() (2.6.20 and 6.x): `tp->prior_ssthresh = 0` and `tp->undo_marker = 0`,
+    // so no undo follows an ECN reduction, not even to the window before an earlier loss.
+    for (name, after_loss, after_ecn) in [("linux-2.6.20", 79, 63), ("linux-6", 70, 49)] {
+        let p = profile(name, &[("hystart", "0"), ("initial_cwnd", "100")]);
+        let mut cc = KernelCc::new(Algorithm::Cubic, &p, true, 1200);
+        cc.on_congestion(0, false);
+        assert_eq!((cc.cwnd(), cc.undo_cwnd()), (after_loss, 100), "{name}");
+        cc.on_recovery_end(1);
+        cc.on_congestion(2, true);
+        assert_eq!(cc.cwnd(), after_ecn, "{name}");
+        assert_eq!(cc.tcp_sock().prior_ssthresh, 0, "{name}");
+        assert_eq!(cc.undo_cwnd(), after_ecn, "{name}");
+    }
+}
+
+#[test]
 fn snapshot_and_events_follow_the_model() {
     let p = profile("linux-2.6.20", &[]);
     let mut m = Manual::new(Algorithm::Cubic, &p, false);
