@@ -343,13 +343,13 @@ impl HareController {
     }
 
     /// The kernel's pacing-rate estimate in bytes per second, the kernel's own unit: the
-    /// model's `sk_pacing_rate`
-    /// (`tcp_update_pacing_rate`, Linux 4.3+, updated on every ACK): `mss * max(cwnd,
-    /// packets_out) / srtt` times the profile's `pacing_ss_ratio` (200%) while `cwnd <
-    /// ssthresh / 2` (slow start well below ssthresh, including while ssthresh is infinite)
-    /// and `pacing_ca_ratio` (120%) otherwise, srtt being the kernel's 1/8-gain average of the
-    /// per-frame samples. `None` before the first RTT sample. Informational: quinn 0.11 paces
-    /// with its own pacer. `metrics()` reports it to quinn in bits per second, the unit
+    /// model's `sk_pacing_rate` (`tcp_update_pacing_rate`, Linux 4.3+, updated on every ACK):
+    /// `mss * max(cwnd, packets_out) / srtt` times the profile's `pacing_ss_ratio` (200%)
+    /// while `cwnd < ssthresh / 2` (slow start well below ssthresh, including while ssthresh
+    /// is infinite) and `pacing_ca_ratio` (120%) otherwise, srtt being the kernel's 1/8-gain
+    /// average of the per-frame samples, capped by the profile's `max_pacing_rate`. `None`
+    /// before the first RTT sample and for the 2.6.x profiles (no pacing rate before 3.12).
+    /// Informational: quinn 0.11 paces with its own pacer. `metrics()` reports it to quinn in bits per second, the unit
     /// quinn-proto 0.11 documents for `ControllerMetrics::pacing_rate` (and its qlog's
     /// `pacing_rate`); quinn's development branch changed that field to bytes per second and
     /// paces from it, so the adapter's unit changes with the move to that quinn.

@@ -470,10 +470,15 @@ profile_params! {
     "gso_max_size" => gso_max_size: u32 = positive;
     /// Whether the sender paces: `auto` (quinn: yes), `yes`, `no`.
     "paced" => paced: Paced = any;
-    /// `tcp_pacing_ss_ratio` (%) of the pacing-rate estimate: 200.
+    /// `tcp_pacing_ss_ratio` (%) of the pacing-rate estimate: 200 from 3.12; 0 (no pacing
+    /// rate: `sk_pacing_rate` and `tcp_update_pacing_rate()` came with 3.12) before.
     "pacing_ss_ratio" => pacing_ss_ratio: u32 = any;
-    /// `tcp_pacing_ca_ratio` (%): 120.
+    /// `tcp_pacing_ca_ratio` (%): 120 from 3.12; 0 before.
     "pacing_ca_ratio" => pacing_ca_ratio: u32 = any;
+    /// `sk_max_pacing_rate` (bytes/s, what `SO_MAX_PACING_RATE` sets), the pacing rate's cap:
+    /// `~0U` = 4294967295 while `sk_pacing_rate` was a u32 (3.12 - 4.19), unlimited (`~0UL`,
+    /// 18446744073709551615) once 4.20 made it an `unsigned long`.
+    "max_pacing_rate" => max_pacing_rate: u64 = any;
     /// `undo_cwnd` rule: `last-max`, `loss-cwnd` or `prior-cwnd` (never used by quinn 0.11).
     "undo" => undo: UndoRule = any;
     /// `tcp_mtup_probe_success` also sets `snd_ssthresh` (9c6d5e5537e, 2.6.37; before it the
@@ -652,6 +657,9 @@ impl Profile {
             ai_step: AiStep::Acked,
             cwnd_limited: CwndLimitedRule::MaxPacketsOut,
             undo: UndoRule::LossCwnd,
+            pacing_ss_ratio: 200,
+            pacing_ca_ratio: 120,
+            max_pacing_rate: u64::from(u32::MAX),
             ..Self::linux_2_6_39()
         }
     }
@@ -661,7 +669,8 @@ impl Profile {
     /// train with the `hystart_ack_delay` cushion, halved when unpaced), Cardwell June 2020
     /// (`curr_rtt` on every sample), 4e1fddc98d25 (5.16, rounds in `hystart_update`),
     /// 25c1a9ca53db (2025, round reset before the low-window return), undo with `prior_cwnd`,
-    /// and the 2022 `tcp_cwnd_validate` fix (cwnd-limited remembered per window).
+    /// the 2022 `tcp_cwnd_validate` fix (cwnd-limited remembered per window), and an
+    /// `unsigned long` pacing rate (4.20).
     pub fn linux_6() -> Profile {
         Profile {
             name: "linux-6".to_owned(),
@@ -674,6 +683,7 @@ impl Profile {
             cwnd_limited: CwndLimitedRule::CwndUsage,
             undo: UndoRule::PriorCwnd,
             bic_stretch_ack: true,
+            max_pacing_rate: u64::MAX,
             ..Self::linux_4_4()
         }
     }
@@ -742,8 +752,9 @@ impl Profile {
             cwnd_clamp: u32::MAX,
             gso_max_size: 65_536,
             paced: Paced::Auto,
-            pacing_ss_ratio: 200,
-            pacing_ca_ratio: 120,
+            pacing_ss_ratio: 0,
+            pacing_ca_ratio: 0,
+            max_pacing_rate: u64::MAX,
             undo: UndoRule::LastMax,
             mtu_probe_ssthresh: false,
         }

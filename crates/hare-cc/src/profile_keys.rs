@@ -32,6 +32,7 @@ const COMMON: &[&str] = &[
     "paced",
     "pacing_ss_ratio",
     "pacing_ca_ratio",
+    "max_pacing_rate",
     "undo",
     "mtu_probe_ssthresh",
 ];

@@ -188,11 +188,19 @@ impl TcpSock {
         };
     }
 
-    /// `sk_pacing_rate` as the last `tcp_update_pacing_rate()` set it, in bytes per second:
-    /// `mss * max(cwnd, packets_out) / srtt` times 200% in slow start (`cwnd < ssthresh / 2`)
-    /// or 120% otherwise; 0 before the first ACK.
+    /// The rate the last `tcp_update_pacing_rate()` computed, in bytes per second: `mss *
+    /// max(cwnd, packets_out) / srtt` times 200% in slow start (`cwnd < ssthresh / 2`) or
+    /// 120% otherwise; 0 before the first ACK. `sk_pacing_rate` is this capped by
+    /// `sk_max_pacing_rate` ([`TcpSock::sk_pacing_rate`]).
     pub fn pacing_rate(&self) -> u64 {
         self.pacing.rate()
+    }
+
+    /// `sk_pacing_rate`: `min(rate, sk_max_pacing_rate)`, as `tcp_update_pacing_rate()`
+    /// stores it, with the profile's `max_pacing_rate` as `sk_max_pacing_rate`.
+    #[inline]
+    pub fn sk_pacing_rate(&self, max_pacing_rate: u64) -> u64 {
+        self.pacing.rate().min(max_pacing_rate)
     }
 }
 

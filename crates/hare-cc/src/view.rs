@@ -175,16 +175,17 @@ impl KernelCc {
         }
     }
 
-    /// `sk_pacing_rate` estimate in bytes per second (`tcp_update_pacing_rate()`), 0 before the
-    /// first RTT sample.
+    /// `sk_pacing_rate` in bytes per second (`tcp_update_pacing_rate()`, capped by the
+    /// profile's `max_pacing_rate`), 0 before the first RTT sample and in the eras before
+    /// 3.12, which had no pacing rate.
     pub fn pacing_rate(&self) -> u64 {
-        self.tp.pacing_rate()
+        self.tp.sk_pacing_rate(self.profile.max_pacing_rate)
     }
 
     /// `hystart_ack_delay()` (5.6+): `min(1 ms, gso_max_size * 4 s / pacing_rate)` in us, 0
     /// without a pacing rate.
     pub fn hystart_ack_delay_us(&self) -> u32 {
-        hystart_ack_delay_us(self.profile.gso_max_size, self.tp.pacing_rate())
+        hystart_ack_delay_us(self.profile.gso_max_size, self.pacing_rate())
     }
 
     /// How many times a kernel overflow, divide-by-zero or endless loop (2.6.20's 32-bit cube

@@ -4,6 +4,7 @@ mod kernel_support;
 
 use hare_cc::engine::{AckEvent, CcModule, KernelCc};
 use hare_cc::events::Phase;
+use hare_cc::hooks::TcpSock;
 use hare_cc::{Algorithm, CcEvent, ExitReason};
 use kernel_support::{profile, Manual};
 
@@ -336,11 +337,8 @@ fn snapshot_and_events_follow_the_model() {
     assert_eq!(m.exits(), vec![(101, ExitReason::SsthreshReached)]);
 }
 
-#[test]
-fn pacing_rate_estimate() {
-    // tcp_update_pacing_rate(): 200% of mss * cwnd / srtt in slow start.
-    let p = profile("linux-6", &[("hystart", "0"), ("initial_cwnd", "10")]);
-    let mut cc = KernelCc::new(Algorithm::Cubic, &p, true, 1200);
+/// Ten packets sent at 0, the first acknowledged alone at 80 ms.
+fn ten_sent_and_the_first_acked_after_80_ms(cc: &mut KernelCc) {
     cc.on_sent(0, 10, 10);
     cc.on_ack(&AckEvent {
         now_us: 80_000,
@@ -350,7 +348,45 @@ fn pacing_rate_estimate() {
         packets_in_flight: 9,
         ..Default::default()
     });
+}
+
+#[test]
+fn pacing_rate_estimate() {
+    // tcp_update_pacing_rate(): 200% of mss * cwnd / srtt in slow start.
+    let p = profile("linux-6", &[("hystart", "0"), ("initial_cwnd", "10")]);
+    let mut cc = KernelCc::new(Algorithm::Cubic, &p, true, 1200);
+    ten_sent_and_the_first_acked_after_80_ms(&mut cc);
     // cwnd 11, srtt 80 ms: 1200 * 11 * 2 / 0.08 = 330000 B/s.
     assert_eq!(cc.cwnd(), 11);
     assert_eq!(cc.pacing_rate(), 330_000);
+}
+
+#[test]
+fn the_pacing_rate_is_3_12_and_later_and_a_u32_to_4_19() {
+    // sk_pacing_rate and tcp_update_pacing_rate() came with 3.12: the 2.6.x profiles have no
+    // rate after the same ACK that gives linux-4.4 and linux-6 one.
+    let rate_after_one_ack = |name: &str| {
+        let p = profile(name, &[("hystart", "0"), ("initial_cwnd", "10")]);
+        let mut cc = KernelCc::new(Algorithm::Cubic, &p, true, 1200);
+        ten_sent_and_the_first_acked_after_80_ms(&mut cc);
+        cc.pacing_rate()
+    };
+    for name in ["linux-2.6.20", "linux-2.6.29", "linux-2.6.39"] {
+        assert_eq!(rate_after_one_ack(name), 0, "{name}");
+    }
+    assert_eq!(rate_after_one_ack("linux-4.4"), 330_000);
+    // tcp_update_pacing_rate() stores min(rate, sk_max_pacing_rate): ~0U while
+    // sk_pacing_rate was a u32 (to 4.19), unlimited from 4.20. mss 1460, 2,000 segments,
+    // srtt_us 8,000 (1 ms), 200%: 1460 * 80000 * 200 * 2000 / 8000 = 5,840,000,000 B/s.
+    let mut tp = TcpSock::new(2000, u32::MAX, 1460);
+    tp.srtt_us = 8000;
+    tp.update_pacing_rate(200, 120);
+    let cap = |name: &str| profile(name, &[]).max_pacing_rate();
+    assert_eq!(tp.sk_pacing_rate(cap("linux-4.4")), 4_294_967_295);
+    assert_eq!(tp.sk_pacing_rate(cap("linux-6")), 5_840_000_000);
+    // SO_MAX_PACING_RATE as a profile key.
+    assert_eq!(
+        tp.sk_pacing_rate(profile("linux-6", &[("max_pacing_rate", "1000000")]).max_pacing_rate()),
+        1_000_000
+    );
 }

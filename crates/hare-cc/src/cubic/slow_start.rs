@@ -168,7 +168,10 @@ impl CubicSlowStart {
             profile: p,
             now,
             delay_min: self.delay_min,
-            ack_delay_us: hystart_ack_delay_us(p.gso_max_size, ctx.tp.pacing_rate()),
+            ack_delay_us: hystart_ack_delay_us(
+                p.gso_max_size,
+                ctx.tp.sk_pacing_rate(p.max_pacing_rate),
+            ),
             paced: ctx.paced,
             hz: ctx.clock.hz(),
         };
