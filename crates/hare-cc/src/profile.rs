@@ -383,7 +383,9 @@ profile_params! {
     /// Where rounds restart: `cong-avoid`, `update-after-low-window` (5.16) or
     /// `update-before-low-window` (2025).
     "hystart_round_reset" => hystart_round_reset: RoundReset = any;
-    /// RFC 3742 `tcp_max_ssthresh` (segments, 0 = off; 2.6.22 - 3.12, 886236c1247a).
+    /// RFC 3742 `tcp_max_ssthresh` (segments, 0 = off; 2.6.22 - 3.12, 886236c1247a): in
+    /// those eras it acts in every slow start, as the sysctl did; elsewhere only under
+    /// `slow_start=limited`.
     "max_ssthresh" => max_ssthresh: u32 = any;
     /// HyStart++ `MIN_RTT_THRESH` in us (RFC 9406 section 4.3): 4000.
     "hspp_min_rtt_thresh_us" => hspp_min_rtt_thresh_us: u32 = any;

@@ -74,7 +74,15 @@ pub fn slow_start_acked(tp: &mut TcpSock, acked: u32) -> u32 {
 /// 3742 (`tcp_max_ssthresh`, `slow_start=limited`). Returns the packets left for congestion
 /// avoidance in the same call (4.x+; 0 when used up) and the guards taken.
 pub fn slow_start(tp: &mut TcpSock, p: &Profile, limited: bool, acked: u32) -> (u32, u32) {
-    let lss = if limited { p.max_ssthresh } else { 0 };
+    let lss = match p.ss_increment {
+        // 2.6.22 - 3.12 read `sysctl_tcp_max_ssthresh` inside every tcp_slow_start() call,
+        // whichever module makes it (CUBIC's with HyStart on too): the key needs no
+        // `slow_start=limited` there.
+        SsIncrement::PerAckCnt => p.max_ssthresh,
+        // 2.6.20 had no such sysctl, 3.13 removed it: hare's named strategy only.
+        SsIncrement::PerAck | SsIncrement::Acked if limited => p.max_ssthresh,
+        SsIncrement::PerAck | SsIncrement::Acked => 0,
+    };
     match p.ss_increment {
         SsIncrement::PerAck if lss == 0 => {
             slow_start_per_ack(tp);

@@ -542,6 +542,35 @@ fn the_moderation_burst_is_3_until_2_6_26_and_tp_reordering_after() {
 }
 
 #[test]
+fn tcp_max_ssthresh_acts_in_every_slow_start_from_2_6_22_to_3_12() {
+    // 2.6.22 - 3.12 tcp_slow_start(): `if (sysctl_tcp_max_ssthresh > 0 && tp->snd_cwnd >
+    // sysctl_tcp_max_ssthresh) cnt = sysctl_tcp_max_ssthresh >> 1;` in every call, CUBIC's
+    // with HyStart on included. cwnd 200, max_ssthresh 100: 50 of credit per ACK, +1 after
+    // four ACKs. 4.4 has no such sysctl (3.13 removed it): +1 per ACKed packet.
+    for (name, alg, after) in [
+        ("linux-2.6.39", Algorithm::Cubic, 201),
+        ("linux-2.6.26", Algorithm::Reno, 201),
+        ("linux-4.4", Algorithm::Cubic, 204),
+    ] {
+        let p = profile(name, &[("initial_cwnd", "200"), ("max_ssthresh", "100")]);
+        let mut cc = KernelCc::new(alg, &p, true, 1448);
+        cc.on_sent(0, 200, 200);
+        for i in 0..4u32 {
+            cc.on_ack(&AckEvent {
+                now_us: u64::from(80 + 3 * i) * MS,
+                packets: 1,
+                acked_pkts: 1,
+                rtt_us: Some(80 * MS),
+                largest_acked: Some(u64::from(i)),
+                packets_in_flight: 199 - i,
+                ..Default::default()
+            });
+        }
+        assert_eq!(cc.cwnd(), after, "{name} {alg:?}");
+    }
+}
+
+#[test]
 fn old_eras_hold_disorder_for_a_flight_after_recovery() {
     // 2.6.39 tcp_fastretrans_alert(): Recovery ends without an undo (tcp_try_undo_recovery()
     // sets Open, undo_marker stays), then tcp_try_to_open() finds undo_marker set: Disorder
