@@ -6,7 +6,7 @@
 //! runs through (slow start, the cwnd-limited test, the ACK order, pacing, sysctls). Reno
 //! (`tcp_reno_cong_avoid`) has no parameters of its own.
 
-use crate::profile::{Algorithm, Profile, SlowStartKind};
+use crate::profile::{Algorithm, Profile, SlowStartKind, SsIncrement};
 
 /// Keys of the machinery every algorithm runs through (`tcp_input.c`, `tcp_cong.c`,
 /// `tcp_output.c`, sysctls and the clock).
@@ -118,6 +118,10 @@ impl Profile {
             Algorithm::Reno => &[],
         };
         let slow_start = self.slow_start_for(algorithm);
+        if let Some(in_era) = self.era_setting(key) {
+            // `max_ssthresh` also serves the named RFC 3742 strategy in any era.
+            return in_era || (key == "max_ssthresh" && slow_start == SlowStartKind::Limited);
+        }
         COMMON.contains(&key)
             || own.contains(&key)
             || (HYSTART.contains(&key)
@@ -125,10 +129,37 @@ impl Profile {
             || (HYSTART_PP.contains(&key) && slow_start == SlowStartKind::HyStartPp)
     }
 
-    /// Why `algorithm` does not use `key` when another setting would make it do so, for error
-    /// messages (`None` when no setting would).
+    /// For a setting that only some kernel versions have, whether this profile's version has
+    /// it (`None` for every other key). `tcp_max_ssthresh` (RFC 3742) was a sysctl from
+    /// 2.6.22 (the per-ACK credit slow start that reads it) until 3.13 (886236c1247a removed
+    /// it with that slow start); the pacing rate and its ratios (`tcp_pacing_ss_ratio`,
+    /// `tcp_pacing_ca_ratio`, `SO_MAX_PACING_RATE`) came with 3.12 and 4.3, so the 2.6.x
+    /// profiles have none. Setting one where the version has no such thing would change
+    /// nothing the kernel did, or report a rate it never had: the grammar refuses it.
+    fn era_setting(&self, key: &str) -> Option<bool> {
+        match key {
+            "max_ssthresh" => Some(self.ss_increment == SsIncrement::PerAckCnt),
+            "pacing_ss_ratio" | "pacing_ca_ratio" | "max_pacing_rate" => {
+                // The built-in profile's own ratios say whether its version paces: an
+                // override of the ratios themselves must not decide it.
+                let base = Profile::named(&self.name).unwrap_or_default();
+                Some(base.pacing_ss_ratio != 0 || base.pacing_ca_ratio != 0)
+            }
+            _ => None,
+        }
+    }
+
+    /// Why `algorithm` does not use `key` when another setting would make it do so, or when
+    /// the key belongs to other kernel versions, for error messages (`None` otherwise).
     pub(crate) fn key_hint(algorithm: Algorithm, key: &str) -> Option<&'static str> {
-        if HYSTART.contains(&key) && algorithm != Algorithm::Cubic {
+        if key == "max_ssthresh" {
+            Some("tcp_max_ssthresh is a sysctl of 2.6.22 - 3.12; in other versions it applies only with slow_start=limited, a non-kernel combination")
+        } else if matches!(
+            key,
+            "pacing_ss_ratio" | "pacing_ca_ratio" | "max_pacing_rate"
+        ) {
+            Some("the pacing rate came with 3.12 and its ratios with 4.3; the 2.6.x profiles have none")
+        } else if HYSTART.contains(&key) && algorithm != Algorithm::Cubic {
             Some("kernel HyStart is CUBIC's; it runs here only with slow_start=hystart, a non-kernel combination")
         } else if HYSTART_PP.contains(&key) {
             Some("HyStart++ keys apply with slow_start=hystart++")
@@ -160,12 +191,40 @@ mod tests {
     #[test]
     fn reno_has_only_the_common_keys_by_default() {
         let profile = Profile::named("linux-2.6.20").expect("built in");
-        assert_eq!(profile.keys_for(Algorithm::Reno).len(), COMMON.len());
+        // The common machinery less what 2.6.20 lacks: tcp_max_ssthresh and the pacing rate.
+        assert_eq!(profile.keys_for(Algorithm::Reno).len(), COMMON.len() - 4);
         assert!(!profile.uses_key(Algorithm::Reno, "beta"));
         assert!(profile.uses_key(Algorithm::Cubic, "beta"));
         assert!(profile.uses_key(Algorithm::Cubic, "hystart_detect"));
         assert!(!profile.uses_key(Algorithm::Bic, "hystart_detect"));
         assert!(!profile.uses_key(Algorithm::Cubic, "hspp_css_rounds"));
+    }
+
+    #[test]
+    fn version_only_settings_are_keys_of_their_versions_only() {
+        let has = |name: &str, key: &str| {
+            let p = Profile::named(name).expect("built in");
+            [Algorithm::Cubic, Algorithm::Bic, Algorithm::Reno].map(|alg| p.uses_key(alg, key))
+        };
+        // tcp_max_ssthresh: 2.6.22 - 3.12.
+        assert_eq!(has("linux-2.6.20", "max_ssthresh"), [false; 3]);
+        assert_eq!(has("linux-2.6.22", "max_ssthresh"), [true; 3]);
+        assert_eq!(has("linux-2.6.39", "max_ssthresh"), [true; 3]);
+        assert_eq!(has("linux-4.4", "max_ssthresh"), [false; 3]);
+        assert_eq!(has("linux-6", "max_ssthresh"), [false; 3]);
+        // ... and wherever RFC 3742 is named.
+        let mut p = Profile::named("linux-6").expect("built in");
+        p.set("slow_start", "limited").expect("valid");
+        assert!(p.uses_key(Algorithm::Reno, "max_ssthresh"));
+        // The pacing rate: 3.12 on, whatever the ratios are set to.
+        for key in ["pacing_ss_ratio", "pacing_ca_ratio", "max_pacing_rate"] {
+            assert_eq!(has("linux-2.6.39", key), [false; 3], "{key}");
+            assert_eq!(has("linux-4.4", key), [true; 3], "{key}");
+            assert_eq!(has("linux-6", key), [true; 3], "{key}");
+        }
+        let mut p = Profile::named("linux-2.6.39").expect("built in");
+        p.set("pacing_ss_ratio", "200").expect("valid");
+        assert!(!p.uses_key(Algorithm::Cubic, "pacing_ss_ratio"));
     }
 
     #[test]

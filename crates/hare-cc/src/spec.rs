@@ -538,7 +538,7 @@ mod tests {
         let text = e.to_string();
         assert!(
             text.starts_with(
-                "reno has no key `beta`; its keys are route_ssthresh, slow_start, max_ssthresh, "
+                "reno has no key `beta`; its keys are route_ssthresh, slow_start, hz, "
             ),
             "{text}"
         );
@@ -553,27 +553,53 @@ mod tests {
         assert!("cubic@linux-6,bic_beta=700".parse::<CcSpec>().is_err());
     }
 
+    /// `spec` is refused with a message starting `prefix`.
+    fn assert_refused(spec: &str, prefix: &str) {
+        let e = spec.parse::<CcSpec>().expect_err(spec);
+        assert!(e.to_string().starts_with(prefix), "{spec}: {e}");
+    }
+
+    fn assert_accepted(specs: &[&str]) {
+        for spec in specs {
+            assert!(spec.parse::<CcSpec>().is_ok(), "{spec}");
+        }
+    }
+
     #[test]
     fn hystart_keys_follow_the_named_strategy_in_any_order() {
-        let e = "bic@linux-6,hystart_detect=2"
-            .parse::<CcSpec>()
-            .expect_err("no HyStart in BIC");
-        assert!(
-            e.to_string().starts_with(
-                "bic has no key `hystart_detect` (kernel HyStart is CUBIC's; it runs here only \
-                 with slow_start=hystart, a non-kernel combination); its keys are "
-            ),
-            "{e}"
+        assert_refused(
+            "bic@linux-6,hystart_detect=2",
+            "bic has no key `hystart_detect` (kernel HyStart is CUBIC's; it runs here only \
+             with slow_start=hystart, a non-kernel combination); its keys are ",
         );
-        for spec in [
+        assert_accepted(&[
             "reno,hystart_detect=2,slow_start=hystart",
             "reno,slow_start=hystart,hystart_detect=2",
             "cubic@linux-2.6.20,hystart_detect=2",
             "cubic,slow_start=hystart++,hspp_css_rounds=3",
-        ] {
-            assert!(spec.parse::<CcSpec>().is_ok(), "{spec}");
-        }
+        ]);
         assert!("cubic,hspp_css_rounds=3".parse::<CcSpec>().is_err());
+    }
+
+    #[test]
+    fn version_only_settings_are_refused_in_other_versions_with_why() {
+        assert_refused(
+            "cubic@linux-6,max_ssthresh=100",
+            "cubic has no key `max_ssthresh` (tcp_max_ssthresh is a sysctl of 2.6.22 - 3.12; \
+             in other versions it applies only with slow_start=limited, a non-kernel \
+             combination); its keys are ",
+        );
+        assert_refused(
+            "reno@linux-2.6.39,pacing_ca_ratio=120",
+            "reno has no key `pacing_ca_ratio` (the pacing rate came with 3.12 and its ratios \
+             with 4.3; the 2.6.x profiles have none); its keys are ",
+        );
+        assert_accepted(&[
+            "cubic@linux-2.6.39,max_ssthresh=100",
+            "cubic@linux-6,max_ssthresh=100,slow_start=limited",
+            "cubic@linux-6,slow_start=limited,max_ssthresh=100",
+            "reno@linux-4.4,pacing_ca_ratio=100",
+        ]);
     }
 
     #[test]
