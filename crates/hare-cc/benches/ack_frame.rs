@@ -14,6 +14,9 @@
 //! variants, e.g. to count instructions per frame under `valgrind --tool=callgrind`;
 //! `HARE_BENCH_PER_FRAME=N` acknowledges N packets per frame instead of 2, at the same rate:
 //! quinn's controller works per packet and hare's per frame, so the ratio depends on it).
+//! The `harness-only` variant's controller does nothing (a fixed window): its time is the
+//! bench's own share of every frame (the flight queue, the `Instant`s, the calls), which the
+//! last lines subtract to give each controller's own cost against quinn's.
 
 #[path = "../tests/quinn_support/pair.rs"]
 #[allow(dead_code)]
@@ -161,6 +164,7 @@ fn variants() -> Vec<(&'static str, Arc<dyn ControllerFactory + Send + Sync>)> {
         }
     };
     vec![
+        ("harness-only", Arc::new(HarnessOnly)),
         ("quinn-cubic", Arc::new(CubicConfig::default())),
         ("hare-cubic-linux-6", spec("cubic@linux-6").factory()),
         (
@@ -295,6 +299,61 @@ fn report() {
         "  (interleaved: {rounds} rounds of 20,000 frames per variant, in turn; paired ratio: \
          median over the rounds of the variant's time / quinn-cubic's in the same round)"
     );
+    print_controller_only(&inter);
+}
+
+/// Each controller's own time per frame (its interleaved median less `harness-only`'s)
+/// against quinn-cubic's, when both were measured.
+fn print_controller_only(inter: &[(&'static str, f64, Option<f64>)]) {
+    let ns_of = |want: &str| inter.iter().find(|(n, _, _)| *n == want).map(|v| v.1);
+    let (Some(harness), Some(quinn)) = (ns_of("harness-only"), ns_of("quinn-cubic")) else {
+        return;
+    };
+    println!(
+        "  controller's own time per frame (interleaved median less harness-only's {harness:.1} ns), \
+         ratio to quinn-cubic's:"
+    );
+    for (name, ns, _) in inter {
+        if *name != "harness-only" {
+            let own = ns - harness;
+            println!(
+                "  {name:<28} {own:>11.1} ns {:>6.2}x",
+                own / (quinn - harness)
+            );
+        }
+    }
+}
+
+/// A controller that does nothing but hold a fixed window below the path's capacity: the
+/// bench's own cost per frame.
+#[derive(Debug, Clone)]
+struct NothingController(u64);
+
+impl Controller for NothingController {
+    fn on_congestion_event(&mut self, _: Instant, _: Instant, _: bool, _: u64) {}
+    fn on_mtu_update(&mut self, _: u16) {}
+    fn window(&self) -> u64 {
+        self.0
+    }
+    fn clone_box(&self) -> Box<dyn Controller> {
+        Box::new(self.clone())
+    }
+    fn initial_window(&self) -> u64 {
+        self.0
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
+/// Builds [`NothingController`]s with a window of 1100 packets.
+#[derive(Debug)]
+struct HarnessOnly;
+
+impl ControllerFactory for HarnessOnly {
+    fn build(self: Arc<Self>, _now: Instant, mtu: u16) -> Box<dyn Controller> {
+        Box::new(NothingController(1100 * u64::from(mtu)))
+    }
 }
 
 criterion_group!(benches, ack_frame);
