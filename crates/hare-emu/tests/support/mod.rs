@@ -34,13 +34,23 @@ pub fn bins() -> Option<PathBuf> {
 }
 
 /// Attempts at a run the emulator's self-check accepts.
-pub const ATTEMPTS: u32 = 4;
+pub const ATTEMPTS: u32 = 6;
+
+/// Before a retry, the idle probe listens in windows of this long ...
+const QUIET_WINDOW: std::time::Duration = std::time::Duration::from_secs(2);
+/// ... until one has at most this many wake-ups over 1 ms late (the VM's usual rate is about
+/// one a second; a burst gives hundreds) ...
+const QUIET_LATE: u64 = 4;
+/// ... or this many windows have passed (30 s).
+const QUIET_WINDOWS: u32 = 15;
 
 /// Runs a transfer until the emulator's self-check calls it valid, at most [`ATTEMPTS`] times,
-/// pausing 2 s after a rejected one, each with a [`StallProbe`] beside it. A run rejected for
-/// lateness says nothing about the path when the host stalled the VM: these 2-vCPU VMs stall
-/// even an idle SCHED_FIFO thread by over 1 ms about once a second, in bursts that come and go
-/// over minutes (cyclictest, docs/EMULATOR.md); eight rejections in a row were seen in CI.
+/// each with a [`StallProbe`] beside it; after a rejected one it waits for the host to be
+/// quiet ([`wait_for_quiet_host`]). A run rejected for lateness says nothing about the path
+/// when the host stalled the VM: these 2-vCPU VMs stall even an idle SCHED_FIFO thread by over
+/// 1 ms about once a second, in bursts that come and go over minutes (cyclictest,
+/// docs/EMULATOR.md); eight rejections in a row were seen in CI, and a burst of hundreds of
+/// late wake-ups in five seconds made four attempts in a row invalid.
 pub fn valid_run(ns: &NamespaceConfig, spec: &TransferSpec) -> (TransferOutcome, Stalls) {
     let mut attempt = 1;
     loop {
@@ -55,7 +65,26 @@ pub fn valid_run(ns: &NamespaceConfig, spec: &TransferSpec) -> (TransferOutcome,
             spec.name, o.emulator.invalid_reasons
         );
         attempt += 1;
-        std::thread::sleep(std::time::Duration::from_secs(2));
+        println!("{}", wait_for_quiet_host());
+    }
+}
+
+/// Listen with an idle [`StallProbe`] in [`QUIET_WINDOW`]s until one window sees at most
+/// [`QUIET_LATE`] late wake-ups (a burst of host stalls has passed), for at most
+/// [`QUIET_WINDOWS`] windows. Says what it waited for.
+fn wait_for_quiet_host() -> String {
+    let mut window = 0;
+    loop {
+        window += 1;
+        let probe = StallProbe::start();
+        std::thread::sleep(QUIET_WINDOW);
+        let stalls = probe.finish();
+        if stalls.late_over_1ms <= QUIET_LATE || window >= QUIET_WINDOWS {
+            return format!(
+                "waited {window} window(s) of {} s for a quiet host; the last: {stalls}",
+                QUIET_WINDOW.as_secs()
+            );
+        }
     }
 }
 
