@@ -37,6 +37,9 @@ const COMMON: &[&str] = &[
     "mtu_probe_ssthresh",
 ];
 
+/// The pacing rate's keys: settings of 3.12 and later only ([`Profile::uses_key`]).
+const PACING: &[&str] = &["pacing_ss_ratio", "pacing_ca_ratio", "max_pacing_rate"];
+
 /// `tcp_cubic.c`'s growth function and its delay measurement.
 const CUBIC: &[&str] = &[
     "beta",
@@ -139,7 +142,7 @@ impl Profile {
     fn era_setting(&self, key: &str) -> Option<bool> {
         match key {
             "max_ssthresh" => Some(self.ss_increment == SsIncrement::PerAckCnt),
-            "pacing_ss_ratio" | "pacing_ca_ratio" | "max_pacing_rate" => {
+            _ if PACING.contains(&key) => {
                 // The built-in profile's own ratios say whether its version paces: an
                 // override of the ratios themselves must not decide it.
                 let base = Profile::named(&self.name).unwrap_or_default();
@@ -154,10 +157,7 @@ impl Profile {
     pub(crate) fn key_hint(algorithm: Algorithm, key: &str) -> Option<&'static str> {
         if key == "max_ssthresh" {
             Some("tcp_max_ssthresh is a sysctl of 2.6.22 - 3.12; in other versions it applies only with slow_start=limited, a non-kernel combination")
-        } else if matches!(
-            key,
-            "pacing_ss_ratio" | "pacing_ca_ratio" | "max_pacing_rate"
-        ) {
+        } else if PACING.contains(&key) {
             Some("the pacing rate came with 3.12 and its ratios with 4.3; the 2.6.x profiles have none")
         } else if HYSTART.contains(&key) && algorithm != Algorithm::Cubic {
             Some("kernel HyStart is CUBIC's; it runs here only with slow_start=hystart, a non-kernel combination")
@@ -217,7 +217,7 @@ mod tests {
         p.set("slow_start", "limited").expect("valid");
         assert!(p.uses_key(Algorithm::Reno, "max_ssthresh"));
         // The pacing rate: 3.12 on, whatever the ratios are set to.
-        for key in ["pacing_ss_ratio", "pacing_ca_ratio", "max_pacing_rate"] {
+        for key in PACING {
             assert_eq!(has("linux-2.6.39", key), [false; 3], "{key}");
             assert_eq!(has("linux-4.4", key), [true; 3], "{key}");
             assert_eq!(has("linux-6", key), [true; 3], "{key}");
