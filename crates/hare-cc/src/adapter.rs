@@ -77,6 +77,7 @@ use crate::engine::{AckEvent, KernelCc, LossSignal};
 use crate::events::{CcEvent, Snapshot};
 use crate::observer::{ControllerId, Observer, Tap};
 use crate::profile::{Algorithm, Profile};
+use crate::stamps::Stamps;
 
 /// Extra byte added to `window()` so that quinn's `>=` send test admits `cwnd` full packets.
 const SEND_TEST_SLACK: u64 = 1;
@@ -179,11 +180,8 @@ impl Frame {
 #[derive(Clone)]
 pub struct HareController {
     cc: KernelCc,
-    origin: Instant,
-    /// The last `now` converted and its value: quinn passes the same `now` to every callback
-    /// of one ACK frame or transmit burst, and `Instant` arithmetic is not free.
-    last_now: Instant,
-    last_now_us: u64,
+    /// `Instant`s as microseconds since the origin, and RTT samples (`stamps.rs`).
+    stamps: Stamps,
     mss: u32,
     /// `ceil(2^64 / mss)`: bytes in flight become packets by a multiplication (on every
     /// send and ACK frame) instead of a division; see [`div_ceil_by`].
@@ -239,9 +237,7 @@ impl HareController {
         let initial_window = u64::from(cc.cwnd()) * u64::from(mss) + SEND_TEST_SLACK;
         let mut this = Self {
             cc,
-            origin: now,
-            last_now: now,
-            last_now_us: 0,
+            stamps: Stamps::new(now),
             mss,
             mss_reciprocal: reciprocal(mss),
             initial_window,
@@ -274,7 +270,7 @@ impl HareController {
     /// The `Instant` the controller was built at: event and snapshot times (`t_us`) are
     /// microseconds since it.
     pub fn origin(&self) -> Instant {
-        self.origin
+        self.stamps.origin()
     }
 
     /// The kernel model's state, with byte figures for the current segment size.
@@ -285,7 +281,7 @@ impl HareController {
         s.cwnd_bytes = self.cwnd_bytes();
         s.ssthresh = self.cc.ssthresh();
         s.ssthresh_bytes = self.ssthresh_bytes();
-        s.t_us = s.t_us.max(self.last_now_us);
+        s.t_us = s.t_us.max(self.stamps.last_now_us());
         s
     }
 
@@ -394,7 +390,7 @@ impl HareController {
         if new_mss == self.mss {
             return;
         }
-        self.cc.on_mss_change(self.last_now_us, new_mss);
+        self.cc.on_mss_change(self.stamps.last_now_us(), new_mss);
         self.mss = new_mss;
         self.mss_reciprocal = reciprocal(new_mss);
         self.after_decision(false);
@@ -439,29 +435,21 @@ impl HareController {
         }
     }
 
-    /// Microseconds since the origin; also becomes the "last time seen".
+    /// Microseconds since the origin, never less than the last value; also becomes the "last
+    /// time seen" and the time the frame's RTTs are measured at.
+    #[inline]
     fn now_us(&mut self, now: Instant) -> u64 {
-        if now == self.last_now {
-            return self.last_now_us;
-        }
-        let us = micros(now.saturating_duration_since(self.origin));
-        // Times only move forward for the kernel model, even if quinn's clock stutters.
-        let us = us.max(self.last_now_us);
-        self.last_now = now;
-        self.last_now_us = us;
-        us
+        self.stamps.now_us(now)
     }
 
-    /// The RTTs of the frame's newest and oldest packet (`ca_rtt_us`, `seq_rtt_us`) at
-    /// `now`. One `Instant` subtraction (about fifty instructions) when they were sent
-    /// together: a frame acknowledging packets of one transmit batch, the common case.
-    fn frame_rtts(now: Instant, frame: &Frame) -> (u64, u64) {
-        let rtt_of = |sent: Instant| micros(now.saturating_duration_since(sent));
-        let newest = rtt_of(frame.newest_sent);
+    /// The RTTs of the frame's newest and oldest packet (`ca_rtt_us`, `seq_rtt_us`) at the
+    /// frame's `now` (already given to [`Self::now_us`]).
+    fn frame_rtts(&self, frame: &Frame) -> (u64, u64) {
+        let newest = self.stamps.rtt_us(frame.newest_sent);
         if frame.newest_sent == frame.oldest_sent {
             (newest, newest)
         } else {
-            (newest, rtt_of(frame.oldest_sent))
+            (newest, self.stamps.rtt_us(frame.oldest_sent))
         }
     }
 
@@ -550,15 +538,6 @@ fn div_ceil_by(n: u64, d: u32, r: u64) -> u64 {
     n.div_ceil(u64::from(d.max(1)))
 }
 
-/// `d` in whole microseconds (`Duration::as_micros`), `u64::MAX` beyond it; in u64
-/// arithmetic, without `as_micros`' u128.
-fn micros(d: std::time::Duration) -> u64 {
-    d.as_secs()
-        .checked_mul(1_000_000)
-        .and_then(|us| us.checked_add(u64::from(d.subsec_micros())))
-        .unwrap_or(u64::MAX)
-}
-
 /// Forward one kernel-model decision to `tracing` (target `hare_cc`, debug level: one line
 /// per decision is too much for `info` inside an application) with the controller id. The
 /// kernel model itself logs each decision at trace level without the id.
@@ -625,7 +604,7 @@ impl Controller for HareController {
             self.ack_carry = total % mss;
             u32::try_from(total / mss).unwrap_or(u32::MAX)
         };
-        let (rtt_us, seq_rtt_us) = Self::frame_rtts(now, &frame);
+        let (rtt_us, seq_rtt_us) = self.frame_rtts(&frame);
         self.cc.on_ack(&AckEvent {
             now_us,
             packets: frame.packets,
@@ -755,22 +734,6 @@ mod tests {
                 let n = x >> (16 + x % 32);
                 assert_eq!(div_ceil_by(n, d, r), n.div_ceil(u64::from(d)), "{n} / {d}");
             }
-        }
-    }
-
-    #[test]
-    fn micros_is_as_micros_saturated_to_u64() {
-        use std::time::Duration;
-        for d in [
-            Duration::ZERO,
-            Duration::from_nanos(999),
-            Duration::from_nanos(1_000_999),
-            Duration::new(1, 999_999_999),
-            Duration::new(u64::MAX / 1_000_000, 999_999_999),
-            Duration::new(u64::MAX / 1_000_000 + 1, 0),
-            Duration::MAX,
-        ] {
-            assert_eq!(micros(d), u64::try_from(d.as_micros()).unwrap_or(u64::MAX), "{d:?}");
         }
     }
 

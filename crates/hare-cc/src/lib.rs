@@ -173,6 +173,7 @@ pub mod profile_kinds;
 #[cfg(feature = "testing")]
 pub mod script;
 pub mod spec;
+mod stamps;
 mod view;
 
 pub use adapter::HareController;
