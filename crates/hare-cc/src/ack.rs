@@ -2,7 +2,7 @@
 //! its growth step (`BeforeGrowth`): held by the engine, run by the per-era driver, and below
 //! both so that neither depends on the other for them.
 
-use crate::cc_module::CcModule;
+use crate::cc_module::{CcModule, ModuleGrowth};
 use crate::events::ExitReason;
 use crate::tcp_sock::TcpSock;
 
@@ -66,7 +66,11 @@ pub(crate) struct BeforeGrowth {
     pub(crate) now_j: u32,
     pub(crate) prior_in_flight: u32,
     pub(crate) tp: TcpSock,
-    pub(crate) module: CcModule,
+    /// What the growth step can write in the module.
+    pub(crate) module: ModuleGrowth,
+    /// The whole module, to check [`ModuleGrowth`] against (debug builds).
+    #[cfg(debug_assertions)]
+    pub(crate) whole_module: CcModule,
     pub(crate) ss_exited: bool,
     pub(crate) exit: (Option<ExitReason>, Option<u32>, Option<u64>),
     pub(crate) guards: u32,
@@ -87,6 +91,9 @@ pub(crate) struct PendingGrowth {
 impl PendingGrowth {
     /// No ACK pending; `tp` and `module` only fill the slot.
     pub(crate) fn new(tp: TcpSock, module: CcModule) -> Self {
+        // Only the debug builds' check keeps a whole module.
+        #[cfg(not(debug_assertions))]
+        let _ = module;
         PendingGrowth {
             open: false,
             saved: BeforeGrowth {
@@ -94,7 +101,9 @@ impl PendingGrowth {
                 now_j: 0,
                 prior_in_flight: 0,
                 tp,
-                module,
+                module: ModuleGrowth::new(),
+                #[cfg(debug_assertions)]
+                whole_module: module,
                 ss_exited: false,
                 exit: (None, None, None),
                 guards: 0,

@@ -72,6 +72,105 @@ impl CcModule {
     }
 }
 
+/// What the rest of an ACK after `pkts_acked` (the growth step of `cong_avoid`) can write in
+/// the module, saved before it so that a loss quinn reports after the frame's acks can be put
+/// where the era's `tcp_ack()` has it (`driver.rs`). Only these, not the whole module: a copy
+/// of the whole state (168 bytes) on every ACK was a `memcpy` call, the largest part of that
+/// save's cost.
+///
+/// - CUBIC: the words `bictcp_update()` writes (`cnt`, `last_cwnd`, `last_time`,
+///   `bic_origin_point`, `bic_K`, `epoch_start`, `ack_cnt`, `tcp_cwnd`, the guard count) and
+///   `delay_min`, which 2.6.20 - 2.6.22 measure in `cong_avoid`; its slow-start state (HyStart's
+///   round reset of 2.6.29 - 5.15 and HyStart++ run in `cong_avoid`) only in slow start, the
+///   only state in which `cong_avoid` touches it.
+/// - BIC: the words its `bictcp_update()` writes (`cnt`, `last_cwnd`, `last_time`,
+///   `epoch_start`) and a named slow start's state, if any.
+/// - Reno: a named slow start's state, if any.
+///
+/// Debug builds also keep the whole module and check after every restore that the two agree.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ModuleGrowth {
+    words: [u32; 10],
+    /// The slow-start state, when `ss_saved`.
+    ss: Option<CubicSlowStart>,
+    ss_saved: bool,
+}
+
+impl ModuleGrowth {
+    /// An empty save.
+    pub(crate) fn new() -> Self {
+        ModuleGrowth {
+            words: [0; 10],
+            ss: None,
+            ss_saved: false,
+        }
+    }
+}
+
+impl CcModule {
+    /// Save what the growth step can write into `slot`; `in_slow_start` is the socket's state
+    /// before it.
+    #[inline(always)]
+    pub(crate) fn save_growth(&self, slot: &mut ModuleGrowth, in_slow_start: bool) {
+        match self {
+            CcModule::Cubic(c) => {
+                slot.words = [
+                    c.cnt,
+                    c.last_cwnd,
+                    c.last_time,
+                    c.bic_origin_point,
+                    c.bic_k,
+                    c.epoch_start,
+                    c.ack_cnt,
+                    c.tcp_cwnd,
+                    c.guards,
+                    c.ss.delay_min,
+                ];
+                slot.ss_saved = in_slow_start;
+                if in_slow_start {
+                    slot.ss = Some(c.ss);
+                }
+            }
+            CcModule::Bic(b) => {
+                slot.words[..4].copy_from_slice(&[b.cnt, b.last_cwnd, b.last_time, b.epoch_start]);
+                slot.ss = b.named_slow_start;
+                slot.ss_saved = true;
+            }
+            CcModule::Reno(r) => {
+                slot.ss = r.named_slow_start;
+                slot.ss_saved = true;
+            }
+        }
+    }
+
+    /// Put back what [`CcModule::save_growth`] saved.
+    pub(crate) fn restore_growth(&mut self, slot: &ModuleGrowth) {
+        match self {
+            CcModule::Cubic(c) => {
+                let w = slot.words;
+                [c.cnt, c.last_cwnd, c.last_time, c.bic_origin_point, c.bic_k] =
+                    [w[0], w[1], w[2], w[3], w[4]];
+                [
+                    c.epoch_start,
+                    c.ack_cnt,
+                    c.tcp_cwnd,
+                    c.guards,
+                    c.ss.delay_min,
+                ] = [w[5], w[6], w[7], w[8], w[9]];
+                if let (true, Some(ss)) = (slot.ss_saved, slot.ss) {
+                    c.ss = ss;
+                }
+            }
+            CcModule::Bic(b) => {
+                let w = slot.words;
+                [b.cnt, b.last_cwnd, b.last_time, b.epoch_start] = [w[0], w[1], w[2], w[3]];
+                b.named_slow_start = slot.ss;
+            }
+            CcModule::Reno(r) => r.named_slow_start = slot.ss,
+        }
+    }
+}
+
 impl CongestionOps for CcModule {
     #[inline]
     fn init(&mut self, ctx: &mut OpsCtx<'_>) {

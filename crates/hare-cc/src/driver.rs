@@ -64,7 +64,12 @@ impl KernelCc {
         b.now_j = now_j;
         b.prior_in_flight = prior_in_flight;
         b.tp = self.tp;
-        b.module = self.module;
+        let in_slow_start = self.tp.in_slow_start(self.profile.ss_compare);
+        self.module.save_growth(&mut b.module, in_slow_start);
+        #[cfg(debug_assertions)]
+        {
+            b.whole_module = self.module;
+        }
         b.ss_exited = self.ss_exited;
         b.exit = (self.exit_reason, self.exit_cwnd, self.exit_t_us);
         b.guards = self.guards;
@@ -87,7 +92,12 @@ impl KernelCc {
             return;
         }
         self.tp = b.tp;
-        self.module = b.module;
+        self.module.restore_growth(&b.module);
+        #[cfg(debug_assertions)]
+        debug_assert_eq!(
+            self.module, b.whole_module,
+            "the growth step wrote module state its save does not hold"
+        );
         self.ss_exited = b.ss_exited;
         (self.exit_reason, self.exit_cwnd, self.exit_t_us) = b.exit;
         self.guards = b.guards;
