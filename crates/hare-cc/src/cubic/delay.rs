@@ -34,15 +34,28 @@ pub fn in_blackout(epoch_start: u32, rules: &DelayRules, clock: &KernelClock, no
 
 /// One RTT sample (`now - sent` of the newest acknowledged packet) as the era's delay value,
 /// `None` when the era would not produce a sample. Does not apply the blackout.
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
 #[inline(always)]
 pub fn delay_of(rules: &DelayRules, clock: &KernelClock, now_us: u64, rtt_us: u64) -> Option<u32> {
+    delay_at(rules, clock, now_us, clock.jiffies(now_us), rtt_us)
+}
+
+/// [`delay_of`] with the jiffies at `now_us` already known (`now_j`, the ACK's).
+#[inline(always)]
+pub(crate) fn delay_at(
+    rules: &DelayRules,
+    clock: &KernelClock,
+    now_us: u64,
+    now_j: u32,
+    rtt_us: u64,
+) -> Option<u32> {
     // The kernel passes rtt_us as an s32: larger values are negative, i.e. no sample.
     if rtt_us > i32::MAX as u64 {
         return None;
     }
     let rtt_us = match rules.rtt_sample {
         RttSample::Us => rtt_us,
-        _ => tick_sample_us(rules, clock, now_us, rtt_us)?,
+        _ => tick_sample_us(rules, clock, now_us, now_j, rtt_us)?,
     };
     let delay = match rules.clock {
         ClockKind::Us => rtt_us as u32,
@@ -57,12 +70,18 @@ pub fn delay_of(rules: &DelayRules, clock: &KernelClock, now_us: u64, rtt_us: u6
 /// The RTT in microseconds of the eras that measure it in jiffies (to 2.6.39 at HZ 1000 or
 /// without HyStart), `None` where they take no sample.
 #[inline(never)]
-fn tick_sample_us(rules: &DelayRules, clock: &KernelClock, now_us: u64, rtt_us: u64) -> Option<u64> {
+fn tick_sample_us(
+    rules: &DelayRules,
+    clock: &KernelClock,
+    now_us: u64,
+    now_j: u32,
+    rtt_us: u64,
+) -> Option<u64> {
     let hz = clock.hz();
     let seq_rtt = || {
         // jiffies(now) - jiffies(sent): the tick difference, as `now - scb->when`.
         let sent = now_us.saturating_sub(rtt_us);
-        clock.jiffies(now_us).wrapping_sub(clock.jiffies(sent)) as i32
+        now_j.wrapping_sub(clock.jiffies(sent)) as i32
     };
     match rules.rtt_sample {
         RttSample::Tsecr => {
@@ -73,7 +92,7 @@ fn tick_sample_us(rules: &DelayRules, clock: &KernelClock, now_us: u64, rtt_us: 
             if sent_j == 0 {
                 return None;
             }
-            Some(jiffies_to_usecs(hz, clock.jiffies(now_us).wrapping_sub(sent_j)))
+            Some(jiffies_to_usecs(hz, now_j.wrapping_sub(sent_j)))
         }
         RttSample::JiffiesPositive => {
             let j = seq_rtt();

@@ -8,7 +8,7 @@
 //! this same code (with their own `epoch_start`, or none for Reno, for the blackout).
 
 use crate::clock::KernelClock;
-use crate::cubic::delay::{delay_of, in_blackout, DelayRules};
+use crate::cubic::delay::{delay_at, in_blackout, DelayRules};
 use crate::cubic::hystart::{HyStart, HyStartInput};
 use crate::cubic::hystart_pp::{HyStartPp, PpTransition};
 use crate::events::{ExitReason, TRACE_TARGET};
@@ -107,7 +107,7 @@ impl CubicSlowStart {
     /// Blackout, `delay_min`, then HyStart.
     #[inline(always)]
     fn delay_sample(&mut self, ctx: &mut OpsCtx<'_>, epoch_start: u32, rtt_us: u64) {
-        let Some(delay) = delay_of(&self.rules, ctx.clock, ctx.now_us, rtt_us) else {
+        let Some(delay) = delay_at(&self.rules, ctx.clock, ctx.now_us, ctx.now_j, rtt_us) else {
             return;
         };
         // Discard delay samples right after fast recovery.
