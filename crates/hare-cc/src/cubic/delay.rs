@@ -55,7 +55,19 @@ pub(crate) fn delay_at(
     }
     let rtt_us = match rules.rtt_sample {
         RttSample::Us => rtt_us,
-        _ => tick_sample_us(rules, clock, now_us, now_j, rtt_us)?,
+        _ => match tick_sample(rules, clock, now_us, now_j, rtt_us)? {
+            TickSample::Us(us) => us,
+            TickSample::Ticks(ticks) => {
+                let us = jiffies_to_usecs(clock.hz(), ticks);
+                if rules.clock == ClockKind::Jiffies && us <= u64::from(u32::MAX) {
+                    // A whole number of ticks in the jiffies eras' own unit (`delay =
+                    // (tcp_time_stamp - rcv_tsecr) << 3` and the like): the conversion below
+                    // gives it back unchanged, `usecs_to_jiffies(ticks * 10^6 / HZ)`.
+                    return Some((ticks << 3).max(1));
+                }
+                us
+            }
+        },
     };
     let delay = match rules.clock {
         ClockKind::Us => rtt_us as u32,
@@ -67,16 +79,23 @@ pub(crate) fn delay_at(
     Some(delay.max(1))
 }
 
-/// The RTT in microseconds of the eras that measure it in jiffies (to 2.6.39 at HZ 1000 or
-/// without HyStart), `None` where they take no sample.
+/// What a tick era measures: a number of ticks, or (2.6.39 with HyStart at HZ < 1000) the
+/// microsecond stamp difference.
+enum TickSample {
+    Ticks(u32),
+    Us(u64),
+}
+
+/// The RTT sample of the eras that measure it in jiffies (to 2.6.39 at HZ 1000 or without
+/// HyStart), `None` where they take no sample.
 #[inline(never)]
-fn tick_sample_us(
+fn tick_sample(
     rules: &DelayRules,
     clock: &KernelClock,
     now_us: u64,
     now_j: u32,
     rtt_us: u64,
-) -> Option<u64> {
+) -> Option<TickSample> {
     let hz = clock.hz();
     let seq_rtt = || {
         // jiffies(now) - jiffies(sent): the tick difference, as `now - scb->when`.
@@ -92,27 +111,27 @@ fn tick_sample_us(
             if sent_j == 0 {
                 return None;
             }
-            Some(jiffies_to_usecs(hz, now_j.wrapping_sub(sent_j)))
+            Some(TickSample::Ticks(now_j.wrapping_sub(sent_j)))
         }
         RttSample::JiffiesPositive => {
             let j = seq_rtt();
             if j <= 0 {
                 return None;
             }
-            Some(jiffies_to_usecs(hz, j as u32))
+            Some(TickSample::Ticks(j as u32))
         }
         RttSample::JiffiesOrStamp => {
             if rules.hystart && hz < 1000 {
-                Some(rtt_us)
+                Some(TickSample::Us(rtt_us))
             } else {
                 let j = seq_rtt();
                 if j < 0 {
                     return None;
                 }
-                Some(jiffies_to_usecs(hz, j as u32))
+                Some(TickSample::Ticks(j as u32))
             }
         }
-        RttSample::Us => Some(rtt_us),
+        RttSample::Us => Some(TickSample::Us(rtt_us)),
     }
 }
 
@@ -140,5 +159,49 @@ pub fn delay_ticks(delay: u32, clock_kind: ClockKind) -> u32 {
     match clock_kind {
         ClockKind::Jiffies | ClockKind::Ms => delay >> 3,
         ClockKind::Us => delay,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The jiffies eras' sample taken the long way: ticks to microseconds and back.
+    fn through_microseconds(hz: u32, ticks: u32) -> u32 {
+        let us = jiffies_to_usecs(hz, ticks);
+        (usecs_to_jiffies(hz, us.min(u64::from(u32::MAX)) as u32) << 3).max(1)
+    }
+
+    #[test]
+    fn a_tick_sample_is_the_microsecond_round_trip() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for hz in [100, 250, 1000] {
+            let clock = KernelClock::new(hz, 0);
+            let rules = DelayRules {
+                clock: ClockKind::Jiffies,
+                rtt_sample: RttSample::JiffiesPositive,
+                blackout: DelayBlackout::Always,
+                hystart: false,
+            };
+            let per = USEC_PER_SEC / u64::from(hz);
+            // Edges: one tick, the largest tick count whose microseconds fit in a u32, the
+            // next, the s32 limit on the microseconds; then random RTTs.
+            let fit = (u64::from(u32::MAX) / per) as u32;
+            let mut ticks: Vec<u32> = vec![1, 2, fit - 1, fit, fit + 1];
+            for _ in 0..20_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                ticks.push((x % (i32::MAX as u64 / per + 2)) as u32);
+            }
+            let now_j = clock.jiffies(10_000_000_000);
+            for t in ticks.into_iter().filter(|&t| t > 0) {
+                // An RTT of exactly `t` ticks, measured on tick boundaries.
+                let rtt_us = u64::from(t) * per;
+                let got = delay_at(&rules, &clock, 10_000_000_000, now_j, rtt_us);
+                let expected = (rtt_us <= i32::MAX as u64).then(|| through_microseconds(hz, t));
+                assert_eq!(got, expected, "hz {hz}, {t} ticks");
+            }
+        }
     }
 }
