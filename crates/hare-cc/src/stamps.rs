@@ -5,16 +5,16 @@
 //! Every ACK frame needs its `now` and its RTT samples (`now - sent` of its newest and oldest
 //! packet) in microseconds. std's `Instant` subtraction is an out-of-line call chain that
 //! passes its operands and its result through memory; at two or three per frame it was the
-//! largest single cost of the adapter (`benches/ack_frame.rs`: replacing only the RTT
-//! subtractions by inline arithmetic took the paired ratio to quinn from about 1.21x to
-//! 1.09x).
+//! largest single cost of the adapter (measured with `benches/ack_frame.rs`; the figures are
+//! in the crate README, "Tests, fuzzing, benchmark").
 //!
 //! # How
-//! `Instant` offers no accessor for its value, but it implements `Hash`, and its hash feeds
-//! the hasher the clock reading itself: whole seconds (a 64-bit integer) then nanoseconds (a
-//! `u32` below 10^9) on every platform std supports today (a `timespec` on Unix, a
-//! `Duration` on Windows). [`Stamps`] reads an `Instant` through a hasher that records those
-//! two writes and turns them into nanoseconds. Nothing relies on that layout unchecked:
+//! `Instant` offers no accessor for its value, but it implements `Hash`, and on Linux its hash
+//! feeds the hasher the clock reading itself: whole seconds (`write_i64`) then nanoseconds
+//! (`write_u32`, below 10^9), the fields of its `timespec` (`docs/PLATFORM.md`). [`Stamps`]
+//! reads an `Instant` through a hasher that records those two writes (a `u64` of seconds is
+//! taken too) and turns them into nanoseconds. Nothing relies on that layout unchecked, so a
+//! platform or a std whose `Instant` hashes otherwise only takes the slower path:
 //! - at construction the reading is compared with std's own arithmetic on probes around the
 //!   origin (sub-second and whole-second steps, a day); if any differs, or the hash writes
 //!   anything else, every conversion uses std's subtraction;
