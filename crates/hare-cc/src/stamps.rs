@@ -106,10 +106,10 @@ pub(crate) struct Stamps {
     origin: Instant,
     /// The origin's reading, when readings agree with std's arithmetic.
     origin_ns: Option<i64>,
-    /// The last `now` converted, and its nanoseconds since the origin (unclamped): quinn
-    /// passes the same `now` to every callback of an ACK frame and the transmit it releases.
+    /// The last `now` converted, and its reading (when readings are used): quinn passes the
+    /// same `now` to every callback of an ACK frame and the transmit it releases.
     now: Instant,
-    now_ns: u64,
+    now_read: Option<i64>,
     /// Microseconds since the origin of the latest `now`: never goes back (the kernel's
     /// clock does not), even if quinn's `now` stutters.
     last_now_us: u64,
@@ -118,11 +118,12 @@ pub(crate) struct Stamps {
 impl Stamps {
     /// A clock whose time 0 is `origin`.
     pub(crate) fn new(origin: Instant) -> Self {
+        let origin_ns = readings_agree(origin).then(|| read_ns(&origin)).flatten();
         Stamps {
             origin,
-            origin_ns: readings_agree(origin).then(|| read_ns(&origin)).flatten(),
+            origin_ns,
             now: origin,
-            now_ns: 0,
+            now_read: origin_ns,
             last_now_us: 0,
         }
     }
@@ -145,26 +146,37 @@ impl Stamps {
             return self.last_now_us;
         }
         self.now = now;
-        self.now_ns = self.since_origin_ns(now);
-        self.last_now_us = (self.now_ns / 1000).max(self.last_now_us);
+        self.now_read = self.read(&now);
+        let since_origin = match (self.now_read, self.origin_ns) {
+            (Some(now_ns), Some(origin_ns)) => non_negative(now_ns.saturating_sub(origin_ns)),
+            _ => nanos(now.saturating_duration_since(self.origin)),
+        };
+        self.last_now_us = (since_origin / 1000).max(self.last_now_us);
         self.last_now_us
     }
 
     /// The RTT in whole microseconds of a packet sent at `sent` and acknowledged at the last
-    /// `now` given to [`Stamps::now_us`] (0 if it was sent later).
+    /// `now` given to [`Stamps::now_us`] (0 if it was sent later). `sent` may precede the
+    /// origin: quinn hands a path's new controller the acknowledgements of packets sent on
+    /// the path before it.
     #[inline]
     pub(crate) fn rtt_us(&self, sent: Instant) -> u64 {
-        self.now_ns.saturating_sub(self.since_origin_ns(sent)) / 1000
+        if let (Some(now_ns), Some(sent_ns)) = (self.now_read, self.read(&sent)) {
+            return non_negative(now_ns.saturating_sub(sent_ns)) / 1000;
+        }
+        nanos(self.now.saturating_duration_since(sent)) / 1000
     }
 
-    /// Nanoseconds from the origin to `at` (0 before it).
+    /// `at`'s reading, if readings agreed with std's arithmetic at construction.
     #[inline]
-    fn since_origin_ns(&self, at: Instant) -> u64 {
-        if let (Some(origin), Some(at_ns)) = (self.origin_ns, read_ns(&at)) {
-            return u64::try_from(at_ns.saturating_sub(origin)).unwrap_or(0);
-        }
-        nanos(at.saturating_duration_since(self.origin))
+    fn read(&self, at: &Instant) -> Option<i64> {
+        self.origin_ns.and_then(|_| read_ns(at))
     }
+}
+
+/// `d` as a count of nanoseconds, 0 when negative.
+fn non_negative(d: i64) -> u64 {
+    u64::try_from(d).unwrap_or(0)
 }
 
 /// Whether reading `Instant`s near `origin` gives std's differences.
@@ -246,12 +258,14 @@ mod tests {
     }
 
     #[test]
-    fn times_before_the_origin_are_time_zero() {
+    fn a_now_before_the_origin_is_time_zero_and_rtts_may_start_before_it() {
         let t1 = Instant::now() + Duration::from_secs(10);
         for mut s in [Stamps::new(t1), fallback(t1)] {
             assert_eq!(s.now_us(t1 - Duration::from_secs(1)), 0);
             assert_eq!(s.now_us(t1 + Duration::from_micros(1500)), 1_500);
-            assert_eq!(s.rtt_us(t1 - Duration::from_secs(1)), 1_500);
+            // A packet of the path sent before this controller was built.
+            assert_eq!(s.rtt_us(t1 - Duration::from_secs(1)), 1_001_500);
+            assert_eq!(s.rtt_us(t1 - Duration::from_nanos(1)), 1_500);
         }
     }
 
@@ -286,6 +300,7 @@ mod tests {
     fn fallback(origin: Instant) -> Stamps {
         Stamps {
             origin_ns: None,
+            now_read: None,
             ..Stamps::new(origin)
         }
     }
