@@ -93,6 +93,8 @@ pub(crate) struct ModuleGrowth {
     words: [u32; 10],
     /// The slow-start state, when `ss_saved`.
     ss: Option<CubicSlowStart>,
+    /// Whether `ss` belongs to this save: CUBIC in congestion avoidance leaves `ss` as it was
+    /// (writing `None` there stored the whole `Option`, 21 instructions per ACK frame).
     ss_saved: bool,
 }
 
