@@ -95,6 +95,17 @@ struct Cli {
     /// More logging (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     verbose: u8,
+    /// A job must move at least SIZE in every 60 s once its data has started, or it loses
+    /// its slot (close code 5); 0 turns the rule off.
+    #[arg(long, value_name = "SIZE", default_value = "64k")]
+    min_rate: String,
+    /// Out-of-order ranges held at once over all jobs (each costs about 33 bytes of memory);
+    /// a file that would go beyond fails.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_reorder_ranges)]
+    reorder_ranges: u64,
+    /// Bytes held ahead of their files' in-order frontier at once over all jobs.
+    #[arg(long, value_name = "SIZE", default_value = "2g")]
+    reorder_bytes: String,
     /// Refuse symbolic links whose target is absolute or climbs out of the job's tree with
     /// `..` (rsync --safe-links); by default a link keeps its target text (rsync -l).
     #[arg(long)]
@@ -254,6 +265,9 @@ fn options(cli: Cli) -> Result<(RecvOptions, PathBuf)> {
             max_seconds: cli.max_time,
             max_window: size(&cli.max_window, "--max-window")?,
             safe_links: cli.safe_links,
+            min_progress: size(&cli.min_rate, "--min-rate")?,
+            max_reorder_ranges: cli.reorder_ranges,
+            max_reorder_bytes: size(&cli.reorder_bytes, "--reorder-bytes")?,
             ..Limits::default()
         },
         one_shot: cli.one_shot,

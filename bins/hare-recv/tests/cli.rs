@@ -643,3 +643,69 @@ fn a_sender_stopped_early_is_said_by_the_receiver() {
         );
     }
 }
+
+/// A receiver killed with -9 in the middle of a file leaves its part file; restarted on the
+/// same directory, it offers the recorded prefix to the same sender's `--resume`, which says
+/// from which byte it resumed, and the file arrives whole.
+#[test]
+fn a_partial_left_by_a_killed_receiver_is_resumed_after_its_restart() {
+    let state = tempfile::tempdir().expect("tempdir");
+    let (src, dst) = (
+        tempfile::tempdir().expect("t"),
+        tempfile::tempdir().expect("t"),
+    );
+    let id = state.path().join("id");
+    let args = |id: &std::path::Path| {
+        [
+            "--identity".to_owned(),
+            id.to_string_lossy().into_owned(),
+            "--dir".to_owned(),
+            dst.path().to_string_lossy().into_owned(),
+            "--allow".to_owned(),
+            allowed(),
+            "-q".to_owned(),
+        ]
+    };
+    let a = args(&id);
+    let mut r = start(&a.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
+    let pin: Fingerprint = r.fingerprint.parse().expect("pin");
+    let data = hare_transfer::testkit::seeded_bytes(11, 40 << 20);
+    let file = src.path().join("big.bin");
+    std::fs::write(&file, &data).expect("w");
+    let job = |resume| SendJob::Files {
+        paths: vec![file.clone()],
+        resume,
+        force: false,
+        parallel: 1,
+    };
+    let mut opts = send_options(r.addr, Some(Trust::Pin(pin)), job(false));
+    opts.rate = Some(100_000_000);
+    opts.liveness = hare_transfer::quic_config::Liveness {
+        idle_timeout: Duration::from_secs(2),
+        keep_alive: Duration::from_millis(500),
+    };
+    let (res, _, _) = send_and_kill(opts, &mut r);
+    assert!(res.is_err() || res.is_ok_and(|o| o.files.iter().any(|f| !f.ok)));
+    let part = hare_transfer::testkit::test_sender_part(dst.path(), "big.bin");
+    assert!(part.exists(), "the dead receiver's part file is there");
+    let r = start(&a.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
+    let mut opts = send_options(r.addr, Some(Trust::Pin(pin)), job(true));
+    let jsonl = state.path().join("resume.jsonl");
+    opts.output.jsonl = Some(jsonl.clone());
+    let out = rt().block_on(send(opts, Stop::never())).expect("resumed");
+    let f = &out.files[0];
+    assert!(f.ok, "{f:?}");
+    assert!(f.resumed_from >= 8 << 20, "resumed from {}", f.resumed_from);
+    assert_eq!(
+        std::fs::read(dst.path().join("big.bin")).expect("final"),
+        data
+    );
+    assert!(!part.exists());
+    let log = std::fs::read_to_string(&jsonl).expect("jsonl");
+    let said = format!(
+        "big.bin: resuming at byte {} of {}",
+        f.resumed_from,
+        data.len()
+    );
+    assert!(log.contains(&said), "{log}");
+}

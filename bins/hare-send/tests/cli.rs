@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use hare_transfer::identity::Fingerprint;
 
-use hare_transfer::testkit::{in_progress, recv_options, BackgroundReceiver};
+use hare_transfer::testkit::{in_progress, part_for, recv_options, BackgroundReceiver};
 
 fn hare_send() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_hare-send"));
@@ -207,7 +207,7 @@ fn ctrl_c_aborts_a_file_and_resume_completes_it() {
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
         .collect();
     std::fs::write(&file, &data).expect("write");
-    let part = dst.path().join(".movie.bin.hare-part");
+    let part = part_for(dst.path(), "movie.bin", &sender_identity().1);
     let out = interrupted_file_send(&file, dst.path(), &r, nix::sys::signal::Signal::SIGINT);
     assert_eq!(
         out.status.code(),

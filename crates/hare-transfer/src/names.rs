@@ -5,14 +5,12 @@
 //! backslash or NUL or other control character (names that mean something else elsewhere),
 //! components longer than [`MAX_COMPONENT`] bytes (the temporary name must still fit in
 //! `NAME_MAX` = 255), names longer than [`MAX_NAME`] bytes, and any component in the receiver's
-//! own namespace (ending in [`PART_SUFFIX`]: the receiver's temporary files are named so, and a
-//! job must never be able to name another job's temporary file). When the file is created,
-//! every existing directory on the way must be a real directory, not a symbolic link
-//! ([`safe_create_parents`]), so that no name can escape the receiving directory.
+//! own namespace (ending in [`PART_SUFFIX`]: the receiver's temporary and partial files are
+//! named so, and a job must never be able to name another job's file). Every directory on the
+//! way must be a real directory, never a symbolic link (`recvfile::beneath`), so that no name
+//! can escape the receiving directory.
 
 use std::path::{Path, PathBuf};
-
-use crate::error::{Result, TransferError};
 
 /// Longest path component accepted, in bytes (255 minus the temporary name's decoration).
 pub const MAX_COMPONENT: usize = 200;
@@ -59,7 +57,8 @@ pub fn check_name(name: &str) -> Result<Vec<&str>, String> {
     Ok(parts)
 }
 
-/// The final path of a checked name under `dir`.
+/// The final path of a checked name under `dir` (for messages and tests; the receiver itself
+/// reaches it only through a directory descriptor, see `recvfile::beneath`).
 pub fn final_path(dir: &Path, name: &str) -> Result<PathBuf, String> {
     let parts = check_name(name)?;
     let mut p = dir.to_path_buf();
@@ -69,25 +68,20 @@ pub fn final_path(dir: &Path, name: &str) -> Result<PathBuf, String> {
     Ok(p)
 }
 
-/// Where a partial file waits for `--resume`: `.NAME.hare-part` beside the final name. Only the
-/// receiver moves files in and out of it (no job can name it, see [`check_name`]).
-pub fn resume_path(final_path: &Path) -> PathBuf {
-    decorated(final_path, "")
+/// The file a job writes `leaf` (a name's last component) to, in the same directory:
+/// `.LEAF.<owner>.hare-part`, `owner` the 16 hex digits of the sender it belongs to
+/// (`recvfile::Owner`). It is the job's temporary file while the job runs and the partial
+/// kept for that sender's `--resume` after it; no job can name it ([`check_name`] refuses the
+/// suffix), and two (leaf, owner) pairs never share it, since the owner is always the last 16
+/// hex digits before the suffix.
+pub fn part_name(leaf: &str, owner: u64) -> String {
+    format!(".{leaf}.{owner:016x}{PART_SUFFIX}")
 }
 
-/// The temporary path one job writes a file to before it is verified:
-/// `.NAME.<id>.hare-part` beside the final name (same directory, so that the final rename is
-/// atomic), `id` unique to the job and file.
-pub fn job_part_path(final_path: &Path, id: u64) -> PathBuf {
-    decorated(final_path, &format!(".{id:016x}"))
-}
-
-fn decorated(final_path: &Path, middle: &str) -> PathBuf {
-    let name = final_path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    final_path.with_file_name(format!(".{name}{middle}{PART_SUFFIX}"))
+/// A temporary name for a symbolic link being made as `leaf`: `.LEAF.<16 hex>.link.hare-part`
+/// (never a [`part_name`], whose last piece before the suffix is 16 hex digits).
+pub fn link_temp_name(leaf: &str, random: u64) -> String {
+    format!(".{leaf}.{random:016x}.link{PART_SUFFIX}")
 }
 
 /// True when a link named `name` (a job name) with this `target` would point outside the
@@ -112,43 +106,6 @@ pub fn unsafe_link(name: &str, target: &str) -> bool {
         }
     }
     false
-}
-
-/// Create the directories of `name` under `dir`, refusing to pass through a symbolic link or
-/// a non-directory. `dir` itself must exist.
-pub fn safe_create_parents(dir: &Path, name: &str) -> Result<()> {
-    let parts = check_name(name).map_err(|reason| TransferError::File {
-        name: name.to_owned(),
-        reason,
-        code: crate::protocol::FailCode::NameRefused,
-    })?;
-    let mut p = dir.to_path_buf();
-    for (i, c) in parts[..parts.len().saturating_sub(1)].iter().enumerate() {
-        p.push(c);
-        match std::fs::symlink_metadata(&p) {
-            Ok(m) if m.file_type().is_dir() => {}
-            Ok(m) if m.file_type().is_symlink() => {
-                return Err(TransferError::File {
-                    name: name.to_owned(),
-                    reason: format!("{} is a symbolic link; not followed", parts[..=i].join("/")),
-                    code: crate::protocol::FailCode::NameRefused,
-                })
-            }
-            Ok(_) => {
-                return Err(TransferError::File {
-                    name: name.to_owned(),
-                    reason: format!("{} exists and is not a directory", p.display()),
-                    code: crate::protocol::FailCode::NameRefused,
-                })
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir(&p)
-                    .map_err(|e| TransferError::io(format!("creating {}", p.display()), e))?;
-            }
-            Err(e) => return Err(TransferError::io(format!("checking {}", p.display()), e)),
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -185,28 +142,30 @@ mod tests {
     }
 
     #[test]
-    fn part_paths_are_hidden_siblings_in_the_receivers_namespace() {
+    fn part_names_are_hidden_siblings_in_the_receivers_namespace() {
         assert_eq!(
-            resume_path(Path::new("/r/d/f.bin")),
-            PathBuf::from("/r/d/.f.bin.hare-part")
+            part_name("f.bin", 0xab),
+            ".f.bin.00000000000000ab.hare-part"
         );
-        assert_eq!(
-            job_part_path(Path::new("/r/d/f.bin"), 0xab),
-            PathBuf::from("/r/d/.f.bin.00000000000000ab.hare-part")
-        );
+        assert_eq!(link_temp_name("l", 1), ".l.0000000000000001.link.hare-part");
         // A job can name neither, nor any directory in that namespace.
         for bad in [
-            ".f.bin.hare-part",
+            ".f.bin.00000000000000ab.hare-part",
             "d/.f.bin.00000000000000ab.hare-part",
             "x.hare-part/y",
         ] {
             assert!(check_name(bad).is_err(), "{bad:?} must be rejected");
         }
         assert!(check_name("f.hare-part.txt").is_ok());
+        // The name of one sender's file, extended by another sender's tag, is never the
+        // first sender's part name: the owner is the last piece.
+        let honest = part_name("big.bin", 0x1111);
+        let alias = part_name(&format!("big.bin.{:016x}", 0x1111), 0x2222);
+        assert_ne!(honest, alias);
         // The longest component plus the decoration still fits NAME_MAX.
         let long = "x".repeat(MAX_COMPONENT);
-        let p = job_part_path(Path::new(&long), u64::MAX);
-        assert!(p.as_os_str().len() <= 255);
+        assert!(part_name(&long, u64::MAX).len() <= 255);
+        assert!(link_temp_name(&long, u64::MAX).len() <= 255);
     }
 
     #[test]
@@ -218,17 +177,5 @@ mod tests {
         assert!(!unsafe_link("a/l", "../x"));
         assert!(!unsafe_link("a/l", "./b/../c"));
         assert!(!unsafe_link("l", "x/y"));
-    }
-
-    #[test]
-    fn parents_never_follow_symlinks() {
-        let root = tempfile::tempdir().expect("tempdir");
-        let outside = tempfile::tempdir().expect("tempdir");
-        std::os::unix::fs::symlink(outside.path(), root.path().join("link")).expect("symlink");
-        assert!(safe_create_parents(root.path(), "link/f").is_err());
-        safe_create_parents(root.path(), "a/b/c").expect("plain dirs");
-        assert!(root.path().join("a/b").is_dir());
-        std::fs::write(root.path().join("file"), b"x").expect("write");
-        assert!(safe_create_parents(root.path(), "file/x").is_err());
     }
 }

@@ -450,7 +450,7 @@ where
     }
     r.read_exact(&mut len[1..])
         .await
-        .map_err(|e| TransferError::io("reading the control channel", e))?;
+        .map_err(|e| cut_frame(e, "its length"))?;
     let len = u32::from_be_bytes(len) as usize;
     if len > MAX_FRAME {
         return Err(TransferError::Protocol(format!(
@@ -460,10 +460,21 @@ where
     let mut body = vec![0u8; len];
     r.read_exact(&mut body)
         .await
-        .map_err(|e| TransferError::io("reading the control channel", e))?;
+        .map_err(|e| cut_frame(e, "its body"))?;
     serde_json::from_slice(&body)
         .map(Some)
         .map_err(|e| TransferError::Protocol(format!("bad control message: {e}")))
+}
+
+/// A read error inside a frame: a stream that ends there broke the framing (a protocol
+/// error, close code 3); anything else is the connection's own error.
+fn cut_frame(e: std::io::Error, what: &str) -> TransferError {
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        return TransferError::Protocol(format!(
+            "the control stream ended inside a frame ({what} cut short)"
+        ));
+    }
+    TransferError::io("reading the control channel", e)
 }
 
 /// Version of a hello that asks for reverse mode. A receiver that knows reverse mode accepts

@@ -183,9 +183,9 @@ pub fn seeded_bytes(seed: u64, n: usize) -> Vec<u8> {
         .collect()
 }
 
-/// The receiver's in-progress temporary files for `name` in `dir`
-/// (`.NAME.<16 hex digits>.hare-part`), with their lengths.
-pub fn in_progress(dir: &std::path::Path, name: &str) -> Vec<(String, u64)> {
+/// The part files of `name` in `dir` (`.NAME.<16 hex digits>.hare-part`, one per sender),
+/// with their lengths: the files jobs are writing and the partials kept for `--resume`.
+pub fn part_files(dir: &std::path::Path, name: &str) -> Vec<(String, u64)> {
     let (pre, suf) = (format!(".{name}."), crate::names::PART_SUFFIX);
     std::fs::read_dir(dir)
         .into_iter()
@@ -198,4 +198,43 @@ pub fn in_progress(dir: &std::path::Path, name: &str) -> Vec<(String, u64)> {
             hex.then(|| (n.clone(), e.metadata().map(|m| m.len()).unwrap_or(0)))
         })
         .collect()
+}
+
+/// The part files of `name` in `dir` that a job is writing right now (their job holds the
+/// lock every job takes; a kept partial is not locked).
+pub fn in_progress(dir: &std::path::Path, name: &str) -> Vec<(String, u64)> {
+    part_files(dir, name)
+        .into_iter()
+        .filter(|(n, _)| locked(&dir.join(n)))
+        .collect()
+}
+
+/// True when another open file holds the `flock(2)` of `path` (it is given back at once).
+fn locked(path: &std::path::Path) -> bool {
+    use std::os::fd::AsRawFd;
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    // SAFETY: the descriptor is open for the duration of both calls.
+    unsafe {
+        if libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) == 0 {
+            libc::flock(f.as_raw_fd(), libc::LOCK_UN);
+            return false;
+        }
+    }
+    true
+}
+
+/// Where a receiver made with [`recv_options`] keeps the partial of `name` (a job name, `/`
+/// separated) for [`test_sender`] (its owner: the allowed certificate).
+pub fn test_sender_part(dir: &std::path::Path, name: &str) -> PathBuf {
+    part_for(dir, name, &test_sender().fingerprint)
+}
+
+/// Where a receiver keeps the partial of `name` for the sender whose allowed certificate is
+/// `fp`.
+pub fn part_for(dir: &std::path::Path, name: &str, fp: &Fingerprint) -> PathBuf {
+    let (parent, leaf) = name.rsplit_once('/').unwrap_or(("", name));
+    let tag = crate::recvfile::Owner::certificate(fp).tag();
+    dir.join(parent).join(crate::names::part_name(leaf, tag))
 }

@@ -88,7 +88,7 @@ fn empty_binary_and_tree_arrive_byte_identical() {
     assert_eq!(outcome.run.summary.map(|s| s.bytes), Some(total));
     tree_equal(s, f.dst.path());
     // No temporary files left behind.
-    assert!(!f.dst.path().join(".binary.bin.hare-part").exists());
+    assert!(hare_transfer::testkit::part_files(f.dst.path(), "binary.bin").is_empty());
 }
 
 #[test]
@@ -270,7 +270,7 @@ fn interrupted_transfer_leaves_no_final_file_and_resume_completes_it() {
     assert!(!outcome.files[0].ok);
     assert!(!outcome.run.summary.as_ref().is_some_and(|s| s.completed));
     let final_path = f.dst.path().join("big.bin");
-    let part = f.dst.path().join(".big.bin.hare-part");
+    let part = hare_transfer::testkit::test_sender_part(f.dst.path(), "big.bin");
     // The receiver notices the abort; wait for it to cut the partial file (bounded).
     let mut kept = 0;
     for _ in 0..50 {
@@ -320,7 +320,11 @@ fn resume_with_a_corrupted_partial_starts_over() {
     std::fs::write(&p, &data).expect("w");
     let mut wrong = data[..40_000].to_vec();
     wrong[10] ^= 0xff;
-    std::fs::write(f.dst.path().join(".c.bin.hare-part"), wrong).expect("w");
+    std::fs::write(
+        hare_transfer::testkit::test_sender_part(f.dst.path(), "c.bin"),
+        wrong,
+    )
+    .expect("w");
     let job = SendJob::Files {
         paths: vec![p],
         resume: true,

@@ -12,7 +12,7 @@ use hare_transfer::testkit::{
     BackgroundReceiver,
 };
 use hare_transfer::{send, SendJob, SendOptions, SendOutcome, Stop, TransferError};
-use hostile::{connect, files_hello};
+use hostile::{connect, files_hello, wait_for};
 
 struct Fixture {
     _id: tempfile::TempDir,
@@ -52,16 +52,6 @@ impl Fixture {
     fn fp(&self) -> hare_transfer::identity::Fingerprint {
         self.recv.fingerprint.expect("quic")
     }
-}
-
-async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    for _ in 0..400 {
-        if cond() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 fn refused(a: &Option<ToSender>, needle: &str) -> bool {
@@ -128,7 +118,7 @@ fn a_job_holding_a_name_keeps_others_out_and_its_bytes_never_land() {
         // The attacker leaves; its partial data waits for its own --resume, nowhere else.
         h.conn.close(2u32.into(), b"bye");
         wait_for("the attacker's partial to be kept", || {
-            dst.join(".x.hare-part").exists() && in_progress(&dst, "x").is_empty()
+            hare_transfer::testkit::test_sender_part(&dst, "x").exists() && in_progress(&dst, "x").is_empty()
         })
         .await;
         let outcome = send(f.sender(p.clone(), None), Stop::never())

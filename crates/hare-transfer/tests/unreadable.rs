@@ -171,7 +171,12 @@ fn a_file_replaced_by_a_fifo_fails_at_once_instead_of_blocking_the_open() {
 fn a_file_replaced_by_a_fifo_before_its_resume_prefix_is_hashed_fails_at_once() {
     let src = tempfile::tempdir().expect("tempdir");
     let dst = tempfile::tempdir().expect("tempdir");
-    let part = dst.path().join(".gone.txt.hare-part");
+    let part = hare_transfer::testkit::test_sender_part(dst.path(), "gone.txt");
+    let part_name = part
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
     std::fs::write(&part, &GONE[..6]).expect("plant the kept part");
     let run = send_three(src.path(), dst.path(), true, |p| {
         std::fs::remove_file(p).expect("remove");
@@ -186,7 +191,7 @@ fn a_file_replaced_by_a_fifo_before_its_resume_prefix_is_hashed_fails_at_once() 
         (src.path(), dst.path()),
         run,
         &reason,
-        &[".gone.txt.hare-part"],
+        &[part_name.as_str()],
     );
     assert_eq!(std::fs::read(&part).expect("kept part"), &GONE[..6]);
 }

@@ -7,7 +7,7 @@ use crate::identity::Fingerprint;
 use crate::protocol::{
     FilePlan, Job, LinkResult, ToReceiver, MAX_STREAMS, PROTOCOL_VERSION, REVERSE_VERSION,
 };
-use crate::recvfile::{plan_file, FinalNames, Planned};
+use crate::recvfile::{plan_file, FinalNames, Planned, Root, Target};
 use crate::senders::Authorisation;
 
 use super::RecvOptions;
@@ -26,6 +26,8 @@ pub(super) enum Accepted {
         links: Vec<LinkResult>,
         /// Files may replace existing ones (`--force`; a file sent again is planned anew).
         force: bool,
+        /// Where and for whom the files are written.
+        target: Target,
     },
 }
 
@@ -63,6 +65,7 @@ pub(super) fn plan_job(
     opts: &RecvOptions,
     hello: &ToReceiver,
     names: &FinalNames,
+    whose: &super::job::Whose,
 ) -> Result<(Accepted, Vec<FilePlan>, u64), String> {
     let ToReceiver::Hello {
         job,
@@ -124,6 +127,16 @@ pub(super) fn plan_job(
             let Some(dir) = &opts.dir else {
                 return Err("this receiver takes no files (start it with --dir DIR)".into());
             };
+            let root = Root::open(dir).map_err(|e| {
+                format!("the receive directory cannot be opened: {}", os_reason(&e))
+            })?;
+            let target = Target {
+                root: std::sync::Arc::new(root),
+                owner: whose.owner,
+                limits: crate::recvfile::EarlyLimits::for_window(opts.link.window),
+                budget: whose.reorder.clone(),
+            };
+            let root = &target.root;
             let entries = files.len() + dirs.len() + links.len();
             if entries > l.max_files {
                 return Err(format!(
@@ -150,7 +163,7 @@ pub(super) fn plan_job(
                     problems.push(format!("{}: named twice", f.name));
                     continue;
                 }
-                match plan_file(dir, f, *resume, *force, names) {
+                match plan_file(&target, f, *resume, *force, names) {
                     Ok(p) => {
                         plans.push(p.plan(i as u32));
                         planned.insert(i as u32, p);
@@ -166,7 +179,7 @@ pub(super) fn plan_job(
             for k in links {
                 if !seen.insert(k.name.as_str()) {
                     problems.push(format!("{}: named twice", k.name));
-                } else if let Err(r) = link_in_the_way(dir, &k.name, *force) {
+                } else if let Err(r) = link_in_the_way(root, &k.name, *force) {
                     problems.push(format!("{}: {r}", k.name));
                 }
             }
@@ -180,25 +193,19 @@ pub(super) fn plan_job(
             }
             // Only an accepted job touches the directory tree.
             for d in dirs {
-                make_dir(dir, d).map_err(|r| format!("{d}: {r}"))?;
+                root.make_dir(d)
+                    .map_err(|w| format!("{d}: {}", w.reason()))?;
             }
             let need: u64 = planned.values().map(Planned::remaining).sum();
-            match crate::space::available_bytes(dir) {
-                Ok(avail) if avail >= need => {}
-                Ok(avail) => {
-                    return Err(format!(
-                        "not enough free space: {need} bytes needed, {avail} available"
-                    ))
-                }
-                Err(e) => return Err(e.to_string()),
-            }
-            let links = make_links(dir, links, *force, l.safe_links);
+            crate::space::check_free(root, need)?;
+            let links = make_links(root, links, *force, l.safe_links);
             Ok((
                 Accepted::Files {
                     count: files.len(),
                     planned,
                     links,
                     force: *force,
+                    target,
                 },
                 plans,
                 grant,
@@ -207,21 +214,26 @@ pub(super) fn plan_job(
     }
 }
 
-/// A link's name is refused up front like a file's: a bad name, a directory in its place, or
-/// (without `--force`) anything at all there.
-fn link_in_the_way(dir: &std::path::Path, name: &str, force: bool) -> Result<(), String> {
-    let path = crate::names::final_path(dir, name)?;
-    match std::fs::symlink_metadata(&path) {
-        Ok(m) if m.is_dir() => Err("exists as a directory".into()),
-        Ok(_) if !force => Err("exists (the sender may overwrite it with --force)".into()),
-        _ => Ok(()),
+/// A link's name is refused up front like a file's: a bad name, a link or a non-directory on
+/// its way, a directory in its place, or (without `--force`) anything at all there.
+fn link_in_the_way(root: &Root, name: &str, force: bool) -> Result<(), String> {
+    let parent = match root.parent(name) {
+        Ok(p) => p,
+        Err(w) if w.is_missing() => return Ok(()),
+        Err(w) => return Err(w.reason()),
+    };
+    match parent.stat(&parent.leaf) {
+        Ok(Some(m)) if m.is_dir() => Err("exists as a directory".into()),
+        Ok(Some(_)) if !force => Err("exists (the sender may overwrite it with --force)".into()),
+        Ok(_) => Ok(()),
+        Err(e) => Err(format!("cannot check: {}", os_reason(&e))),
     }
 }
 
 /// Make the job's links (after its directories, before any file data), then sync the file
 /// system once so that their names are as durable as the files' (see `recvfile::batch`).
 fn make_links(
-    dir: &std::path::Path,
+    root: &Root,
     links: &[crate::protocol::LinkEntry],
     force: bool,
     safe: bool,
@@ -231,25 +243,18 @@ fn make_links(
         .enumerate()
         .map(|(i, k)| LinkResult {
             index: i as u32,
-            reason: crate::recvfile::make_link(dir, k, force, safe).err(),
+            reason: crate::recvfile::make_link(root, k, force, safe).err(),
         })
         .collect();
     if out.iter().any(|r| r.reason.is_none()) {
-        if let Err(e) = std::fs::File::open(dir).and_then(|f| crate::recvfile::syncfs(&f)) {
-            tracing::warn!("syncing {} after making links: {e}", dir.display());
+        if let Err(e) = root.dir_file().and_then(|f| crate::recvfile::syncfs(&f)) {
+            tracing::warn!("syncing {} after making links: {e}", root.path().display());
         }
     }
     out
 }
 
-/// Create the empty directory `name` under `dir` (and its parents), never through a symbolic
-/// link ([`crate::names::safe_create_parents`]); one that exists is fine.
-fn make_dir(dir: &std::path::Path, name: &str) -> Result<(), String> {
-    let path = crate::names::final_path(dir, name)?;
-    crate::names::safe_create_parents(dir, name).map_err(|e| e.to_string())?;
-    match std::fs::symlink_metadata(&path) {
-        Ok(m) if m.file_type().is_dir() => Ok(()),
-        Ok(_) => Err("exists and is not a directory".into()),
-        Err(_) => std::fs::create_dir(&path).map_err(|e| format!("cannot create: {e}")),
-    }
+/// An I/O error as a sender may read it.
+fn os_reason(e: &std::io::Error) -> String {
+    crate::recvfile::os_reason(e)
 }

@@ -20,7 +20,7 @@ use crate::protocol::{
     feature, read_frame, write_frame, DataHeader, DataKind, FilePlan, LinkResult, ToReceiver,
     ToSender, MAX_STREAMS, PROTOCOL_VERSION,
 };
-use crate::recvfile::{EarlyLimits, Failure, FinalNames, Planned, Verified};
+use crate::recvfile::{Failure, FinalNames, Owner, Planned, ReorderBudget, Target, Verified};
 use crate::report::{Printer, RunLog};
 
 use super::accept::{check_credentials, plan_job, Accepted};
@@ -39,6 +39,8 @@ pub(super) struct JobCtx {
     pub(super) session: Option<[u8; 12]>,
     /// Final names being received by this receiver's jobs.
     pub(super) names: FinalNames,
+    /// Out-of-order data held by all this receiver's jobs.
+    pub(super) reorder: Arc<ReorderBudget>,
     /// Admission: the pre-auth place this connection holds until its job is admitted.
     pub(super) gate: Gate,
     pub(super) preauth: Option<Ticket>,
@@ -171,6 +173,25 @@ async fn read_hello(ctx: &JobCtx, ctl_r: &mut ControlRead) -> Result<ToReceiver>
     }
 }
 
+/// Whose a job's files are, and the receiver-wide budget they share.
+pub(super) struct Whose {
+    pub(super) owner: Owner,
+    pub(super) reorder: Arc<ReorderBudget>,
+}
+
+impl Whose {
+    /// A job's owner: the allowed certificate that let it in, else the token of a token-only
+    /// receiver, else whatever certificate the sender showed.
+    fn of(ctx: &JobCtx) -> Self {
+        let allowed = ctx.peer_cert.filter(|fp| ctx.opts.allow.contains(fp));
+        let token = ctx.opts.token.as_deref();
+        Self {
+            owner: Owner::of_job(allowed.as_ref(), token, ctx.peer_cert.as_ref()),
+            reorder: ctx.reorder.clone(),
+        }
+    }
+}
+
 /// Credentials, then a job slot, then the plan. `Err(Refused | Busy)` carries the reason.
 async fn admit(
     ctx: &mut JobCtx,
@@ -190,8 +211,13 @@ async fn admit(
     ctx.preauth = None;
     // Planning reads partial files to hash them: off the runtime thread, so that other
     // connections keep being served meanwhile.
-    let (o, h, n) = (ctx.opts.clone(), hello.clone(), ctx.names.clone());
-    let verdict = tokio::task::spawn_blocking(move || plan_job(&o, &h, &n))
+    let (o, h, n, w) = (
+        ctx.opts.clone(),
+        hello.clone(),
+        ctx.names.clone(),
+        Whose::of(ctx),
+    );
+    let verdict = tokio::task::spawn_blocking(move || plan_job(&o, &h, &n, &w))
         .await
         .map_err(|e| TransferError::Protocol(format!("planning the job failed: {e}")))?;
     let (accepted, plans, grant) = verdict.map_err(TransferError::Refused)?;
@@ -450,14 +476,6 @@ fn stall(limit: Duration) -> TransferError {
     TransferError::Timeout(format!("no data for {} s", limit.as_secs()))
 }
 
-/// Everything [`Running`] needs from the job setup, kept apart so that file tasks get their
-/// own copy.
-#[derive(Clone)]
-struct FileEnv {
-    dir: std::path::PathBuf,
-    limits: EarlyLimits,
-}
-
 type DigestSlot = oneshot::Sender<Result<String, String>>;
 type DigestWait = oneshot::Receiver<Result<String, String>>;
 
@@ -491,7 +509,7 @@ fn spawn_bulk(
 
 #[allow(clippy::too_many_arguments)]
 fn spawn_file(
-    env: FileEnv,
+    target: Target,
     p: Planned,
     h: DataHeader,
     input: DataIn,
@@ -500,7 +518,7 @@ fn spawn_file(
     bytes: Arc<AtomicU64>,
 ) {
     tokio::spawn(async move {
-        let r = file_stream(&env.dir, p, h, input, rx, bytes, env.limits).await;
+        let r = file_stream(&target, p, h, input, rx, bytes).await;
         let _ = fin.send(Finished::File(h.index, r)).await;
     });
 }

@@ -41,6 +41,26 @@ mod streams;
 mod tcp_listen;
 
 use quic::serve_quic;
+
+/// What all the jobs of one receiver share: the final names being received, and the bound on
+/// out-of-order data over all of them.
+#[derive(Debug, Clone)]
+pub(super) struct Shared {
+    pub(super) names: crate::recvfile::FinalNames,
+    pub(super) reorder: Arc<crate::recvfile::ReorderBudget>,
+}
+
+impl Shared {
+    fn new(limits: &Limits) -> Self {
+        Self {
+            names: crate::recvfile::FinalNames::default(),
+            reorder: Arc::new(crate::recvfile::ReorderBudget::new(
+                limits.max_reorder_ranges,
+                limits.max_reorder_bytes,
+            )),
+        }
+    }
+}
 use tcp_listen::serve_tcp;
 
 /// Time a client has, from its first packet, to complete the handshake, open the control
@@ -50,6 +70,12 @@ pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DIGEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// A job that receives no data for this long is ended (checked at each report tick).
 pub const STALL_TIMEOUT: Duration = Duration::from_secs(120);
+/// A job whose data has started must move at least this much in every
+/// [`MIN_PROGRESS_WINDOW`] (about 8.7 kbit/s), else it loses its slot: without it, a sender
+/// trickling one byte every few seconds keeps a job slot for as long as its job may last.
+pub const MIN_PROGRESS: u64 = 64 << 10;
+/// The window over which [`MIN_PROGRESS`] is measured.
+pub const MIN_PROGRESS_WINDOW: Duration = Duration::from_secs(60);
 /// Longest a single control message to a sender may take to be written (a sender that does
 /// not read its control stream is dropped after this).
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -89,6 +115,17 @@ pub struct Limits {
     pub write_timeout: Duration,
     /// A job that receives no data for this long is ended.
     pub stall_timeout: Duration,
+    /// Out-of-order ranges held at once over all jobs (`--reorder-ranges`; each file has its
+    /// own bound too, see `recvfile::EarlyLimits`).
+    pub max_reorder_ranges: u64,
+    /// Bytes held ahead of their files' in-order frontiers at once over all jobs
+    /// (`--reorder-bytes`).
+    pub max_reorder_bytes: u64,
+    /// A job must move at least this many bytes in every [`Limits::min_progress_window`]
+    /// once its data has started (`--min-rate`; 0: no such rule), or it loses its slot.
+    pub min_progress: u64,
+    /// The window of [`Limits::min_progress`].
+    pub min_progress_window: Duration,
     /// Refuse links whose target is absolute or climbs out of the job's tree (`--safe-links`,
     /// as rsync's option on the receiving side); by default links keep their target text.
     pub safe_links: bool,
@@ -108,6 +145,10 @@ impl Default for Limits {
             hello_timeout: HELLO_TIMEOUT,
             write_timeout: WRITE_TIMEOUT,
             stall_timeout: STALL_TIMEOUT,
+            max_reorder_ranges: crate::recvfile::ReorderBudget::DEFAULT_RANGES,
+            max_reorder_bytes: crate::recvfile::ReorderBudget::DEFAULT_BYTES,
+            min_progress: MIN_PROGRESS,
+            min_progress_window: MIN_PROGRESS_WINDOW,
             safe_links: false,
         }
     }

@@ -11,11 +11,11 @@ use hare_report::Transport;
 use quinn::VarInt;
 use tokio::sync::mpsc;
 
+use super::Shared;
 use crate::error::{Result, TransferError};
 use crate::protocol::close;
 use crate::qlog::ConnectionQlog;
 use crate::quic_config::transport_with;
-use crate::recvfile::FinalNames;
 use crate::stop::Stop;
 
 use super::gate::{Gate, Ticket};
@@ -34,7 +34,7 @@ pub(super) async fn serve_quic(
     mut stop: Stop,
 ) -> Result<()> {
     let gate = Gate::new(opts.limits);
-    let names = FinalNames::default();
+    let names = Shared::new(&opts.limits);
     let result = loop {
         let incoming = tokio::select! {
             i = endpoint.accept() => match i {
@@ -152,10 +152,13 @@ async fn quic_connection(
     opts: Arc<RecvOptions>,
     crypto: Arc<quinn::crypto::rustls::QuicServerConfig>,
     incoming: quinn::Incoming,
-    (gate, ticket): (Gate, Ticket),
-    names: FinalNames,
+    (gate, mut ticket): (Gate, Ticket),
+    names: Shared,
 ) -> Result<()> {
     let peer = incoming.remote_address();
+    // The pre-auth place may be taken for another address until the hello is accepted.
+    let evicted = ticket.evicted();
+    tokio::pin!(evicted);
     let hello_deadline = tokio::time::Instant::now() + opts.limits.hello_timeout;
     let observer = Observer::new();
     // The controller is built for the connection from here on (for reverse mode's reports).
@@ -184,8 +187,11 @@ async fn quic_connection(
     let connecting = incoming
         .accept_with(Arc::new(sc))
         .map_err(|e| TransferError::Connection(format!("handshake: {e}")))?;
-    let conn = tokio::time::timeout_at(hello_deadline, connecting)
-        .await
+    let handshake = tokio::select! {
+        h = tokio::time::timeout_at(hello_deadline, connecting) => h,
+        _ = &mut evicted => return Err(TransferError::Busy(super::gate::EVICTED.into())),
+    };
+    let conn = handshake
         .map_err(|_| {
             TransferError::Timeout(format!(
                 "no hello within {secs} s (handshake not completed)"
@@ -199,7 +205,8 @@ async fn quic_connection(
         conn: Some(conn.clone()),
         data_tx: None,
         session: None,
-        names,
+        names: names.names,
+        reorder: names.reorder,
         gate,
         preauth: Some(ticket),
         hello_deadline,
@@ -210,7 +217,10 @@ async fn quic_connection(
             qlog: qlog.clone(),
         }),
     };
-    let res = serve_connection(ctx, &conn).await;
+    let res = tokio::select! {
+        r = serve_connection(ctx, &conn) => r,
+        _ = &mut evicted => Err(TransferError::Busy(super::gate::EVICTED.into())),
+    };
     if let Some(q) = qlog.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
         q.cc_events(
             &observer
@@ -223,7 +233,10 @@ async fn quic_connection(
     let (code, reason) = close_for(&res);
     // After a verdict or a refusal the sender closes once it has read it; closing first
     // would discard what is still in flight. Both waits are bounded.
+    // A connection whose place was taken was told nothing to read: it goes at once.
+    let evicted = matches!(&res, Err(TransferError::Busy(r)) if r == super::gate::EVICTED);
     let linger = match code {
+        _ if evicted => None,
         close::DONE => Some(DONE_LINGER),
         close::REFUSED | close::BUSY => Some(REFUSE_TIMEOUT),
         _ => None,

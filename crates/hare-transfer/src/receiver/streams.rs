@@ -12,7 +12,7 @@ use crate::channels::{read_quic_header, DataIn};
 use crate::error::{Result, TransferError};
 use crate::protocol::FailCode;
 use crate::protocol::{close, DataHeader};
-use crate::recvfile::{EarlyLimits, Failure, FileSink, Planned, Verified};
+use crate::recvfile::{Failure, FileSink, Planned, Target, Verified};
 
 use super::{COALESCE, DIGEST_TIMEOUT, HEADER_TIMEOUT};
 
@@ -83,17 +83,16 @@ pub(super) fn abandoned(name: &str, reason: &str) -> Failure {
 }
 
 pub(super) async fn file_stream(
-    dir: &std::path::Path,
+    target: &Target,
     planned: Planned,
     h: DataHeader,
     mut input: DataIn,
     digest: oneshot::Receiver<Result<String, String>>,
     bytes: Arc<AtomicU64>,
-    limits: EarlyLimits,
 ) -> Result<Verified, Failure> {
     let name = planned.entry.name.clone();
     let expect = planned.remaining().min(COALESCE as u64) as usize;
-    let mut sink = FileSink::open(dir, planned, h.offset, limits).map_err(Failure::from)?;
+    let mut sink = FileSink::open(target, planned, h.offset).map_err(Failure::from)?;
     // QUIC hands out about one packet per chunk: gather contiguous chunks so that the file
     // sees few large writes instead of one small write per packet.
     let mut pend: Vec<u8> = Vec::with_capacity(expect);

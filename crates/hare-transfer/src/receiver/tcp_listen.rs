@@ -9,10 +9,10 @@ use hare_report::Transport;
 use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, Semaphore};
 
+use super::Shared;
 use crate::channels::{DataIn, TCP_CONTROL_MAGIC};
 use crate::error::Result;
 use crate::protocol::{write_frame, DataHeader, ToSender, MAX_STREAMS};
-use crate::recvfile::FinalNames;
 use crate::stop::Stop;
 
 use super::gate::Gate;
@@ -34,7 +34,7 @@ pub(super) async fn serve_tcp(
         opts.limits.max_conns.max(1) * (MAX_STREAMS as usize + 1),
     ));
     let sessions: Sessions = Arc::default();
-    let names = FinalNames::default();
+    let names = Shared::new(&opts.limits);
     let (done_tx, mut done_rx) = mpsc::channel::<Result<()>>(1);
     loop {
         let (sock, peer) = tokio::select! {
@@ -76,7 +76,7 @@ async fn tcp_socket(
     peer: SocketAddr,
     gate: Gate,
     sessions: Sessions,
-    names: FinalNames,
+    names: Shared,
 ) -> Option<Result<()>> {
     let hello_deadline = tokio::time::Instant::now() + opts.limits.hello_timeout;
     let mut magic = [0u8; 4];
@@ -87,7 +87,7 @@ async fn tcp_socket(
         return None;
     }
     if &magic == TCP_CONTROL_MAGIC {
-        let ticket = match gate.preauth(peer.ip()) {
+        let mut ticket = match gate.preauth(peer.ip()) {
             Ok(t) => t,
             Err(why) => {
                 let (_, mut w) = sock.into_split();
@@ -102,6 +102,7 @@ async fn tcp_socket(
                 return None;
             }
         };
+        let ticket_evicted = ticket.evicted();
         let id: [u8; 12] = rand::random();
         let (data_tx, data_rx) = mpsc::channel(64);
         lock(&sessions).insert(id, data_tx);
@@ -113,14 +114,19 @@ async fn tcp_socket(
             conn: None,
             data_tx: None,
             session: Some(id),
-            names,
+            names: names.names,
+            reorder: names.reorder,
             gate,
             preauth: Some(ticket),
             hello_deadline,
             peer_cert: None,
             controller: None,
         };
-        let res = run_job(ctx, Box::new(r), Box::new(w), data_rx).await;
+        let evicted = ticket_evicted;
+        let res = tokio::select! {
+            r = run_job(ctx, Box::new(r), Box::new(w), data_rx) => r,
+            _ = evicted => Err(crate::error::TransferError::Busy(super::gate::EVICTED.into())),
+        };
         lock(&sessions).remove(&id);
         return Some(res);
     }

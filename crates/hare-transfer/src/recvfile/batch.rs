@@ -9,7 +9,6 @@
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -34,9 +33,9 @@ pub struct Batch {
 pub type Published = Vec<(u32, Result<(), Failure>)>;
 
 impl Batch {
-    /// A batch for files under `dir` (opened once, for `syncfs`).
-    pub fn open(dir: &Path) -> std::io::Result<Self> {
-        let dir = File::open(dir)?;
+    /// A batch for files beneath `root` (its directory, for `syncfs`).
+    pub fn open(root: &super::Root) -> std::io::Result<Self> {
+        let dir = root.dir_file()?;
         Ok(Self {
             dir: Arc::new(dir),
             items: Vec::new(),
@@ -117,7 +116,7 @@ pub(crate) fn syncfs(f: &File) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{plan_file, EarlyLimits, FileSink, FinalNames};
+    use super::super::{plan_file, tests::target, FileSink, FinalNames};
     use super::*;
     use crate::protocol::FileEntry;
 
@@ -125,11 +124,11 @@ mod tests {
     fn nothing_is_published_before_the_flush() {
         let d = tempfile::tempdir().expect("tempdir");
         let names = FinalNames::default();
-        let mut batch = Batch::open(d.path()).expect("batch");
-        let limits = EarlyLimits::for_window(1 << 20);
+        let t = target(d.path());
+        let mut batch = Batch::open(&t.root).expect("batch");
         for (i, n) in ["a", "sub/b"].into_iter().enumerate() {
-            let p = plan_file(d.path(), &FileEntry::new(n, 3), false, false, &names).expect("p");
-            let mut s = FileSink::open(d.path(), p, 0, limits).expect("open");
+            let p = plan_file(&t, &FileEntry::new(n, 3), false, false, &names).expect("p");
+            let mut s = FileSink::open(&t, p, 0).expect("open");
             s.write(0, b"xyz").expect("write");
             let v = s
                 .verify(blake3::hash(b"xyz").to_hex().as_str())

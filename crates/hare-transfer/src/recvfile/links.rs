@@ -1,32 +1,30 @@
 //! Symbolic links of a file job (`--links`), made when the job is accepted, after its empty
 //! directories and before any file data arrives.
 //!
-//! The receiver never follows a link: each is created with `symlink(2)` under a temporary name
-//! of its own (`.NAME.<16 hex digits>.hare-part`, like a file's) in a directory reached without
-//! passing through any symbolic link ([`names::safe_create_parents`]), given its modification
+//! The receiver never follows a link: each is created with `symlinkat(2)` under a temporary name
+//! of its own (`.NAME.<16 hex digits>.link.hare-part`) in a directory reached without
+//! passing through any symbolic link (`beneath`), given its modification
 //! time with `utimensat(AT_SYMLINK_NOFOLLOW)`, and moved to its name with
 //! `renameat2(RENAME_NOREPLACE)` (with `--force`, `rename(2)`, which never replaces a
 //! directory). A later file of the job whose name passes through the link fails: the parent
 //! walk refuses a symbolic link component. The target text is stored as it came, as rsync
 //! `-l` does; nothing here reads through it.
 
-use std::ffi::CString;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
 
+use super::beneath::{Parent, Root};
 use super::os_reason;
-use super::part::rename_noreplace;
 use crate::names;
 use crate::protocol::LinkEntry;
 
 /// Attempts at finding an unused temporary name.
 const NAME_TRIES: usize = 8;
 
-/// Make the link `link` under `dir`; `Err` is the reason, for the sender. With `safe`, a link
-/// whose target is absolute or climbs out of the job's tree is refused ([`names::unsafe_link`]).
-pub fn make_link(dir: &Path, link: &LinkEntry, force: bool, safe: bool) -> Result<(), String> {
-    let final_path = names::final_path(dir, &link.name)?;
+/// Make the link `link` beneath `root`; `Err` is the reason, for the sender. With `safe`, a
+/// link whose target is absolute or climbs out of the job's tree is refused
+/// ([`names::unsafe_link`]).
+pub fn make_link(root: &Root, link: &LinkEntry, force: bool, safe: bool) -> Result<(), String> {
+    names::check_name(&link.name)?;
     if link.target.is_empty() || link.target.contains('\0') {
         return Err("empty link target or NUL in it".into());
     }
@@ -36,32 +34,26 @@ pub fn make_link(dir: &Path, link: &LinkEntry, force: bool, safe: bool) -> Resul
             link.target
         ));
     }
-    names::safe_create_parents(dir, &link.name).map_err(|e| match e {
-        crate::error::TransferError::File { reason, .. } => reason,
-        other => other.to_string(),
-    })?;
-    match std::fs::symlink_metadata(&final_path) {
-        Ok(m) if m.is_dir() => return Err("exists as a directory".into()),
-        Ok(_) if !force => return Err("exists (the sender may overwrite it with --force)".into()),
+    let parent = root.parent_create(&link.name).map_err(|w| w.reason())?;
+    let leaf = parent.leaf.clone();
+    match parent.stat(&leaf) {
+        Ok(Some(m)) if m.is_dir() => return Err("exists as a directory".into()),
+        Ok(Some(_)) if !force => {
+            return Err("exists (the sender may overwrite it with --force)".into())
+        }
         Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(format!("cannot check: {}", os_reason(&e))),
     }
-    let tmp = create_temporary(&final_path, &link.target)
+    let tmp = create_temporary(&parent, &link.target)
         .map_err(|e| format!("cannot create the link: {}", os_reason(&e)))?;
     if let Some(ns) = link.mtime_ns {
         // A time that cannot be set is not worth failing the link for (rsync only warns).
-        if let Err(e) = set_link_mtime(&tmp, ns) {
+        if let Err(e) = parent.set_link_mtime(&tmp, ns) {
             tracing::debug!("{}: cannot set the link's time: {e}", link.name);
         }
     }
-    let moved = if force {
-        std::fs::rename(&tmp, &final_path)
-    } else {
-        rename_noreplace(&tmp, &final_path)
-    };
-    moved.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
+    parent.rename(&tmp, &leaf, force).map_err(|e| {
+        let _ = parent.unlink(&tmp);
         match e.kind() {
             io::ErrorKind::AlreadyExists => {
                 "appeared under its name meanwhile; not overwritten (the sender may overwrite \
@@ -73,12 +65,12 @@ pub fn make_link(dir: &Path, link: &LinkEntry, force: bool, safe: bool) -> Resul
     })
 }
 
-/// A new symbolic link to `target` under a fresh temporary name beside `final_path`.
-fn create_temporary(final_path: &Path, target: &str) -> io::Result<std::path::PathBuf> {
+/// A new symbolic link to `target` under a fresh temporary name beside the link's name.
+fn create_temporary(parent: &Parent, target: &str) -> io::Result<String> {
     let mut last = io::Error::from(io::ErrorKind::AlreadyExists);
     for _ in 0..NAME_TRIES {
-        let tmp = names::job_part_path(final_path, rand::random());
-        match std::os::unix::fs::symlink(target, &tmp) {
+        let tmp = names::link_temp_name(&parent.leaf, rand::random());
+        match parent.symlink(target, &tmp) {
             Ok(()) => return Ok(tmp),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = e,
             Err(e) => return Err(e),
@@ -87,41 +79,14 @@ fn create_temporary(final_path: &Path, target: &str) -> io::Result<std::path::Pa
     Err(last)
 }
 
-/// The link's own modification time (`utimensat` with `AT_SYMLINK_NOFOLLOW`, Linux 2.6.22);
-/// its access time is left alone.
-fn set_link_mtime(path: &Path, ns: i64) -> io::Result<()> {
-    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::other("NUL"))?;
-    let times = [
-        libc::timespec {
-            tv_sec: 0,
-            tv_nsec: libc::UTIME_OMIT,
-        },
-        libc::timespec {
-            tv_sec: ns.div_euclid(1_000_000_000),
-            tv_nsec: ns.rem_euclid(1_000_000_000),
-        },
-    ];
-    // SAFETY: `c` is a valid NUL-terminated path and `times` two valid timespecs, both alive
-    // for the duration of the call.
-    let r = unsafe {
-        libc::utimensat(
-            libc::AT_FDCWD,
-            c.as_ptr(),
-            times.as_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
+
+    fn root(d: &std::path::Path) -> Root {
+        Root::open(d).expect("root")
+    }
 
     fn link(name: &str, target: &str) -> LinkEntry {
         LinkEntry {
@@ -134,18 +99,18 @@ mod tests {
     #[test]
     fn links_are_made_as_links_with_their_time_and_never_replace() {
         let d = tempfile::tempdir().expect("tempdir");
-        make_link(d.path(), &link("a/up", "../f"), false, true).expect("made");
+        make_link(&root(d.path()), &link("a/up", "../f"), false, true).expect("made");
         let p = d.path().join("a/up");
         assert_eq!(std::fs::read_link(&p).expect("link").to_str(), Some("../f"));
         let m = std::fs::symlink_metadata(&p).expect("lstat");
         assert_eq!((m.mtime(), m.mtime_nsec()), (1_500_000_000, 123_456_789));
-        let again = make_link(d.path(), &link("a/up", "x"), false, false);
+        let again = make_link(&root(d.path()), &link("a/up", "x"), false, false);
         assert!(again.is_err_and(|r| r.contains("exists")));
-        make_link(d.path(), &link("a/up", "x"), true, false).expect("forced");
+        make_link(&root(d.path()), &link("a/up", "x"), true, false).expect("forced");
         assert_eq!(std::fs::read_link(&p).expect("link").to_str(), Some("x"));
         std::fs::create_dir(d.path().join("dir")).expect("mkdir");
-        let over_dir = make_link(d.path(), &link("dir", "x"), true, false);
-        let unsafe_one = make_link(d.path(), &link("b", "/etc/passwd"), false, true);
+        let over_dir = make_link(&root(d.path()), &link("dir", "x"), true, false);
+        let unsafe_one = make_link(&root(d.path()), &link("b", "/etc/passwd"), false, true);
         assert!(unsafe_one.is_err_and(|r| r.starts_with("unsafe link to /etc/passwd, skipped")));
         assert!(std::fs::symlink_metadata(d.path().join("b")).is_err());
         assert!(over_dir.is_err_and(|r| r.contains("directory")));
@@ -161,7 +126,7 @@ mod tests {
         let d = tempfile::tempdir().expect("tempdir");
         let outside = tempfile::tempdir().expect("tempdir");
         std::os::unix::fs::symlink(outside.path(), d.path().join("d")).expect("ln");
-        let r = make_link(d.path(), &link("d/x", "y"), false, false);
+        let r = make_link(&root(d.path()), &link("d/x", "y"), false, false);
         assert!(r.is_err_and(|r| r.contains("symbolic link")));
         assert_eq!(std::fs::read_dir(outside.path()).expect("ls").count(), 0);
     }

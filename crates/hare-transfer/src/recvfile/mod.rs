@@ -10,27 +10,30 @@
 
 use std::io::Read;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::{Result, TransferError};
-use crate::names;
 use crate::protocol::{FailCode, FileEntry, FilePlan};
 
 mod batch;
+mod beneath;
 mod claims;
 mod early;
 mod links;
 mod meta;
+mod owner;
 mod part;
 
 pub(crate) use batch::syncfs;
 pub use batch::{Batch, Published, BATCH_DELAY, BATCH_FILES};
 
+pub use beneath::Root;
 pub use claims::{FinalNames, NameClaim};
-pub use early::EarlyError;
 use early::EarlyRanges;
+pub use early::{EarlyError, ReorderBudget};
 pub use links::make_link;
-use part::{ClosedPart, PartFile};
+pub use owner::Owner;
+use part::{ClosedPart, PartError, PartFile};
 
 /// Read-back granularity when the hashed frontier catches up with early data.
 const READ_BACK: usize = 1 << 20;
@@ -60,13 +63,26 @@ impl EarlyLimits {
     }
 }
 
+/// Where and for whom a job's files are written: the receive directory, the sender they
+/// belong to, and the bounds on data that arrives out of order (per file, and shared by every
+/// job of the receiver).
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The receive directory.
+    pub root: Arc<Root>,
+    /// The sender the job's part files belong to.
+    pub owner: Owner,
+    /// Per-file bounds on out-of-order data.
+    pub limits: EarlyLimits,
+    /// The receiver-wide bounds on out-of-order data.
+    pub budget: Arc<ReorderBudget>,
+}
+
 /// A file accepted into a job, before its data channel arrives.
 #[derive(Debug)]
 pub struct Planned {
     /// The manifest entry.
     pub entry: FileEntry,
-    /// Where it ends up.
-    pub final_path: PathBuf,
     /// Bytes of a partial file kept for resume, and the hash state over them.
     have: u64,
     prefix: Option<blake3::Hasher>,
@@ -96,52 +112,54 @@ impl Planned {
     }
 }
 
-/// Check one manifest entry against `dir` and prepare it, claiming its final name in `names`.
-/// `Err` holds the reason to refuse.
+/// Check one manifest entry against the receive directory and prepare it, claiming its final
+/// name in `names`. Every directory on its way must be a real one (a link is refused, whether
+/// or not anything exists behind it); with `resume`, only the part file of this job's own
+/// sender is looked at. `Err` holds the reason to refuse.
 pub fn plan_file(
-    dir: &Path,
+    target: &Target,
     entry: &FileEntry,
     resume: bool,
     force: bool,
     names: &FinalNames,
 ) -> Result<Planned, String> {
-    let final_path = names::final_path(dir, &entry.name)?;
-    match std::fs::symlink_metadata(&final_path) {
-        Ok(m) if m.is_dir() => return Err("exists as a directory".into()),
-        Ok(_) if !force => return Err("exists (the sender may overwrite it with --force)".into()),
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(format!("cannot check: {}", os_reason(&e))),
+    let parent = match target.root.parent(&entry.name) {
+        Ok(p) => Some(p),
+        Err(beneath::Walk::Missing) => None,
+        Err(w) => return Err(w.reason()),
+    };
+    if let Some(p) = &parent {
+        match p.stat(&p.leaf) {
+            Ok(Some(m)) if m.is_dir() => return Err("exists as a directory".into()),
+            Ok(Some(_)) if !force => {
+                return Err("exists (the sender may overwrite it with --force)".into())
+            }
+            Ok(_) => {}
+            Err(e) => return Err(format!("cannot check: {}", os_reason(&e))),
+        }
     }
     let claim = names
-        .claim(&final_path)
+        .claim(&target.root.path().join(&entry.name))
         .ok_or("being received from another sender right now; try again later")?;
     let mut have = 0;
     let mut prefix = None;
     let mut part = None;
-    if resume {
-        if let Some(p) = PartFile::claim_resume(&final_path)
-            .map_err(|e| format!("cannot take over the partial file: {}", os_reason(&e)))?
-        {
-            let len = p
-                .file()
-                .metadata()
-                .map_err(|e| format!("cannot read the partial file: {}", os_reason(&e)))?
-                .len()
-                .min(entry.size);
+    if resume && parent.is_some() {
+        let found = PartFile::resume(&target.root, &entry.name, target.owner)
+            .map_err(|e| format!("cannot take over the partial file: {}", e.reason()))?;
+        if let Some(mut found) = found {
+            let len = found.prefix.min(entry.size);
             let mut h = blake3::Hasher::new();
-            let n = std::io::copy(&mut p.file().take(len), &mut h)
+            let n = std::io::copy(&mut found.part.file().take(len), &mut h)
                 .map_err(|e| format!("cannot read the partial file: {}", os_reason(&e)))?;
             have = n;
             prefix = Some(h);
-            let mut p = p;
-            p.set_keep(n);
-            part = Some(p);
+            found.part.set_keep(n);
+            part = Some(found.part);
         }
     }
     Ok(Planned {
         entry: entry.clone(),
-        final_path,
         have,
         prefix,
         part,
@@ -150,8 +168,17 @@ pub fn plan_file(
     })
 }
 
+/// A file error from an I/O error, for `name`.
+fn self_err(name: &str, what: &str, e: &std::io::Error) -> TransferError {
+    TransferError::File {
+        name: name.to_owned(),
+        reason: format!("{what}: {}", os_reason(e)),
+        code: FailCode::of_io(e),
+    }
+}
+
 /// An I/O error as a sender may read it: the system's message, no receiver paths.
-fn os_reason(e: &std::io::Error) -> String {
+pub(crate) fn os_reason(e: &std::io::Error) -> String {
     let s = e.to_string();
     match s.find(" (os error") {
         Some(i) => s[..i].to_owned(),
@@ -164,7 +191,6 @@ fn os_reason(e: &std::io::Error) -> String {
 pub struct FileSink {
     name: String,
     size: u64,
-    final_path: PathBuf,
     force: bool,
     part: PartFile,
     hasher: blake3::Hasher,
@@ -181,52 +207,62 @@ pub struct FileSink {
 }
 
 impl FileSink {
-    /// Open this job's own temporary file for data starting at `offset` (0, or the resume
-    /// point the sender accepted).
-    pub fn open(dir: &Path, planned: Planned, offset: u64, limits: EarlyLimits) -> Result<Self> {
+    /// Open this job's own part file for data starting at `offset` (0, or the resume point
+    /// the sender accepted).
+    pub fn open(target: &Target, planned: Planned, offset: u64) -> Result<Self> {
         let name = planned.entry.name.clone();
-        let ferr = |reason: String| TransferError::File {
+        let ferr = |reason: String, code| TransferError::File {
             name: name.clone(),
             reason,
-            code: FailCode::Other,
-        };
-        let ioerr = |what: &str, e: std::io::Error| TransferError::File {
-            name: name.clone(),
-            reason: format!("{what}: {}", os_reason(&e)),
-            code: FailCode::of_io(&e),
+            code,
         };
         let (hasher, start) = match planned.prefix {
             Some(h) if offset == planned.have && offset > 0 => (h, offset),
             _ if offset == 0 => (blake3::Hasher::new(), 0),
             _ => {
-                return Err(ferr(format!(
-                    "data starts at offset {offset}, but only 0 or {} were offered",
-                    planned.have
-                )))
+                return Err(ferr(
+                    format!(
+                        "data starts at offset {offset}, but only 0 or {} were offered",
+                        planned.have
+                    ),
+                    FailCode::Other,
+                ))
             }
         };
-        names::safe_create_parents(dir, &name)?;
+        let part_err = |what: &str, e: PartError| {
+            let code = match &e {
+                PartError::Walk(beneath::Walk::Link(_) | beneath::Walk::NotDir(_)) => {
+                    FailCode::NameRefused
+                }
+                other => other.io().map_or(FailCode::Other, FailCode::of_io),
+            };
+            ferr(format!("{what}{}", e.reason()), code)
+        };
         let mut part = match planned.part {
             Some(p) => {
                 // A taken-over partial: only its verified prefix stays.
-                p.file()
-                    .set_len(start)
-                    .map_err(|e| ioerr("cannot truncate", e))?;
+                p.file().set_len(start).map_err(|e| {
+                    ferr(
+                        format!("cannot truncate: {}", os_reason(&e)),
+                        FailCode::of_io(&e),
+                    )
+                })?;
                 p
             }
-            None => PartFile::create(&planned.final_path)
-                .map_err(|e| ioerr("cannot create a temporary file", e))?,
+            None => PartFile::create(&target.root, &name, target.owner).map_err(|e| match e {
+                PartError::Walk(_) => part_err("", e),
+                e => part_err("cannot create a temporary file: ", e),
+            })?,
         };
         part.set_keep(start);
         Ok(Self {
             name,
             size: planned.entry.size,
-            final_path: planned.final_path,
             force: planned.force,
             part,
             hasher,
             hashed: start,
-            early: EarlyRanges::new(limits.ranges, limits.bytes),
+            early: EarlyRanges::with_budget(target.limits, target.budget.clone()),
             received: 0,
             len: start,
             meta: meta::Meta::of(&planned.entry),
@@ -247,7 +283,7 @@ impl FileSink {
     }
 
     fn io_err(&self, what: &str, e: &std::io::Error) -> TransferError {
-        self.err_code(FailCode::of_io(e), format!("{what}: {}", os_reason(e)))
+        self_err(&self.name, what, e)
     }
 
     /// The file's name in the job.
@@ -410,11 +446,31 @@ impl FileSink {
             self.part.discard();
             return Err(e);
         }
+        // What is on disk must be what was hashed: the length this sink made.
+        match self.part.file().metadata().map(|m| m.len()) {
+            Ok(n) if n == self.size => {}
+            Ok(n) => {
+                let e = self.err(format!(
+                    "its temporary file holds {n} bytes, not the {} verified; not stored",
+                    self.size
+                ));
+                self.part.discard();
+                return Err(e);
+            }
+            Err(e) => {
+                let e = self.io_err("cannot check its temporary file", &e);
+                self.part.discard();
+                return Err(e);
+            }
+        }
+        let part = match self.part.close() {
+            Ok(p) => p,
+            Err(e) => return Err(self_err(&self.name, "cannot close its temporary file", &e)),
+        };
         Ok(Verified {
             name: self.name,
-            final_path: self.final_path,
             force: self.force,
-            part: self.part.close(),
+            part,
             _claim: self._claim,
         })
     }
@@ -466,7 +522,6 @@ impl From<TransferError> for Failure {
 #[derive(Debug)]
 pub struct Verified {
     name: String,
-    final_path: PathBuf,
     force: bool,
     part: ClosedPart,
     _claim: NameClaim,
@@ -483,7 +538,7 @@ impl Verified {
     pub fn publish(self) -> Result<()> {
         let name = self.name.clone();
         let ferr = |reason: String, code| TransferError::File { name, reason, code };
-        match self.part.publish(&self.final_path, self.force) {
+        match self.part.publish(self.force) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(ferr(
                 "appeared under the final name during the transfer; not overwritten \
@@ -513,6 +568,27 @@ mod tests {
         bytes: 1 << 30,
     };
 
+    /// The test sender's owner.
+    pub(crate) const OWNER: Owner = Owner::for_tests(0x5e);
+
+    /// A target for files under `dir`, with the default bounds.
+    pub(crate) fn target(dir: &std::path::Path) -> Target {
+        target_with(dir, LIMITS)
+    }
+
+    fn target_with(dir: &std::path::Path, limits: EarlyLimits) -> Target {
+        Target {
+            root: Arc::new(Root::open(dir).expect("root")),
+            owner: OWNER,
+            limits,
+            budget: Arc::new(ReorderBudget::default()),
+        }
+    }
+
+    fn part_of(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+        dir.join(crate::names::part_name(name, OWNER.tag()))
+    }
+
     fn entry(name: &str, size: u64) -> FileEntry {
         FileEntry::new(name, size)
     }
@@ -526,8 +602,9 @@ mod tests {
         let d = tempfile::tempdir().expect("tempdir");
         let bytes = data(3 * READ_BACK + 123);
         let e = entry("sub/f.bin", bytes.len() as u64);
-        let p = plan_file(d.path(), &e, false, false, &FinalNames::default()).expect("plan");
-        let mut s = FileSink::open(d.path(), p, 0, LIMITS).expect("open");
+        let p =
+            plan_file(&target(d.path()), &e, false, false, &FinalNames::default()).expect("plan");
+        let mut s = FileSink::open(&target(d.path()), p, 0).expect("open");
         // Chunks out of order, with an overlap.
         let cuts = [0, 1000, 5000, READ_BACK + 7, 2 * READ_BACK, bytes.len()];
         let order = [3, 1, 4, 0, 2];
@@ -555,27 +632,28 @@ mod tests {
     fn wrong_digest_leaves_no_final_file() {
         let d = tempfile::tempdir().expect("tempdir");
         let e = entry("f", 10);
-        let p = plan_file(d.path(), &e, false, false, &FinalNames::default()).expect("plan");
-        let mut s = FileSink::open(d.path(), p, 0, LIMITS).expect("open");
+        let p =
+            plan_file(&target(d.path()), &e, false, false, &FinalNames::default()).expect("plan");
+        let mut s = FileSink::open(&target(d.path()), p, 0).expect("open");
         s.write(0, &[1; 10]).expect("write");
         let bad = blake3::hash(&[2; 10]).to_hex().to_string();
         assert!(s.finish(&bad).is_err());
         assert!(!d.path().join("f").exists());
-        assert!(!d.path().join(".f.hare-part").exists());
+        assert!(!part_of(d.path(), "f").exists());
     }
 
     #[test]
     fn data_beyond_size_is_refused() {
         let d = tempfile::tempdir().expect("tempdir");
         let p = plan_file(
-            d.path(),
+            &target(d.path()),
             &entry("f", 4),
             false,
             false,
             &FinalNames::default(),
         )
         .expect("plan");
-        let mut s = FileSink::open(d.path(), p, 0, LIMITS).expect("open");
+        let mut s = FileSink::open(&target(d.path()), p, 0).expect("open");
         assert!(s.write(2, &[0; 3]).is_err());
         assert!(s.write(u64::MAX, &[0; 3]).is_err());
     }
@@ -585,9 +663,9 @@ mod tests {
         let d = tempfile::tempdir().expect("tempdir");
         std::fs::write(d.path().join("f"), b"old").expect("write");
         let names = FinalNames::default();
-        assert!(plan_file(d.path(), &entry("f", 3), false, false, &names).is_err());
-        assert!(plan_file(d.path(), &entry("f", 3), false, true, &names).is_ok());
-        assert!(plan_file(d.path(), &entry("../f", 3), false, true, &names).is_err());
+        assert!(plan_file(&target(d.path()), &entry("f", 3), false, false, &names).is_err());
+        assert!(plan_file(&target(d.path()), &entry("f", 3), false, true, &names).is_ok());
+        assert!(plan_file(&target(d.path()), &entry("../f", 3), false, true, &names).is_err());
     }
 
     #[test]
@@ -595,12 +673,14 @@ mod tests {
         let d = tempfile::tempdir().expect("tempdir");
         let bytes = data(10_000);
         let e = entry("f", bytes.len() as u64);
-        let p = plan_file(d.path(), &e, false, false, &FinalNames::default()).expect("plan");
-        let mut s = FileSink::open(d.path(), p, 0, LIMITS).expect("open");
+        let p =
+            plan_file(&target(d.path()), &e, false, false, &FinalNames::default()).expect("plan");
+        let mut s = FileSink::open(&target(d.path()), p, 0).expect("open");
         s.write(0, &bytes[..4000]).expect("write");
         s.write(6000, &bytes[6000..7000]).expect("early chunk");
         s.keep_partial(); // interrupted: cut to the in-order 4000 bytes
-        let p = plan_file(d.path(), &e, true, false, &FinalNames::default()).expect("plan resume");
+        let p = plan_file(&target(d.path()), &e, true, false, &FinalNames::default())
+            .expect("plan resume");
         let plan = p.plan(0);
         assert_eq!(plan.have, 4000);
         assert_eq!(
@@ -608,7 +688,7 @@ mod tests {
             Some(blake3::hash(&bytes[..4000]).to_hex().to_string())
         );
         assert_eq!(p.remaining(), 6000);
-        let mut s = FileSink::open(d.path(), p, 4000, LIMITS).expect("open at 4000");
+        let mut s = FileSink::open(&target(d.path()), p, 4000).expect("open at 4000");
         s.write(4000, &bytes[4000..]).expect("rest");
         assert_eq!(s.received(), 6000);
         s.finish(blake3::hash(&bytes).to_hex().as_str())
@@ -620,11 +700,11 @@ mod tests {
     fn a_claimed_name_is_refused_to_a_second_job() {
         let d = tempfile::tempdir().expect("tempdir");
         let names = FinalNames::default();
-        let a = plan_file(d.path(), &entry("f", 3), false, true, &names).expect("a");
-        let b = plan_file(d.path(), &entry("f", 3), false, true, &names);
+        let a = plan_file(&target(d.path()), &entry("f", 3), false, true, &names).expect("a");
+        let b = plan_file(&target(d.path()), &entry("f", 3), false, true, &names);
         assert!(b.is_err_and(|r| r.contains("another sender")));
         drop(a);
-        assert!(plan_file(d.path(), &entry("f", 3), false, true, &names).is_ok());
+        assert!(plan_file(&target(d.path()), &entry("f", 3), false, true, &names).is_ok());
     }
 
     #[test]
@@ -633,8 +713,9 @@ mod tests {
         let n = 20_000u64;
         let bytes = data(2 * n as usize);
         let e = entry("g", 2 * n);
-        let p = plan_file(d.path(), &e, false, false, &FinalNames::default()).expect("plan");
-        let mut s = FileSink::open(d.path(), p, 0, LIMITS).expect("open");
+        let p =
+            plan_file(&target(d.path()), &e, false, false, &FinalNames::default()).expect("plan");
+        let mut s = FileSink::open(&target(d.path()), p, 0).expect("open");
         for i in 0..n {
             let at = (2 * i + 1) as usize;
             s.write(at as u64, &bytes[at..at + 1]).expect("odd byte");
@@ -653,12 +734,13 @@ mod tests {
     fn too_many_gaps_fail_the_file() {
         let d = tempfile::tempdir().expect("tempdir");
         let e = entry("g", 1000);
-        let p = plan_file(d.path(), &e, false, false, &FinalNames::default()).expect("plan");
+        let p =
+            plan_file(&target(d.path()), &e, false, false, &FinalNames::default()).expect("plan");
         let limits = EarlyLimits {
             ranges: 10,
             bytes: 1 << 20,
         };
-        let mut s = FileSink::open(d.path(), p, 0, limits).expect("open");
+        let mut s = FileSink::open(&target_with(d.path(), limits), p, 0).expect("open");
         for i in 0..10 {
             s.write(2 * i + 1, &[0]).expect("within the bound");
         }
@@ -671,11 +753,11 @@ mod tests {
         let d = tempfile::tempdir().expect("tempdir");
         let outside = tempfile::NamedTempFile::new().expect("tmp");
         std::fs::write(outside.path(), b"outside").expect("w");
-        std::os::unix::fs::symlink(outside.path(), d.path().join(".f.hare-part")).expect("ln");
+        std::os::unix::fs::symlink(outside.path(), part_of(d.path(), "f")).expect("ln");
         let names = FinalNames::default();
-        let p = plan_file(d.path(), &entry("f", 3), true, false, &names).expect("plan");
+        let p = plan_file(&target(d.path()), &entry("f", 3), true, false, &names).expect("plan");
         assert_eq!(p.plan(0).have, 0, "a symlink is not a partial file");
-        let mut s = FileSink::open(d.path(), p, 0, LIMITS).expect("open");
+        let mut s = FileSink::open(&target(d.path()), p, 0).expect("open");
         s.write(0, b"abc").expect("write");
         s.finish(blake3::hash(b"abc").to_hex().as_str())
             .expect("verified");

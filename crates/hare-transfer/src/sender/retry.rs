@@ -70,6 +70,29 @@ impl Retry {
     }
 }
 
+impl Retry {
+    /// Say where a file resumes (`--resume`): from byte `offset` of `size` when the
+    /// receiver's kept prefix matched this file, or that it goes whole when a prefix of
+    /// `offered` bytes did not.
+    pub(super) async fn said_resume(&self, name: &str, offered: u64, offset: u64, size: u64) {
+        let line = match (offered, offset) {
+            (0, _) => return,
+            (_, 0) => format!(
+                "{name}: the receiver's partial ({offered} bytes) differs from this file; \
+                 sending it from byte 0"
+            ),
+            _ => format!(
+                "{name}: resuming at byte {offset} of {size} ({} kept by the receiver, {} to send)",
+                crate::space::binary_size(offset),
+                crate::space::binary_size(size - offset)
+            ),
+        };
+        if let Some(n) = &self.notes {
+            let _ = n.send(Ctl::Note(line)).await;
+        }
+    }
+}
+
 /// True for the reasons that mean the file changed (rather than could not be read): only
 /// those are worth another attempt.
 pub(super) fn is_change(reason: &str) -> bool {
@@ -133,14 +156,30 @@ pub(super) async fn ask(
     Ok(confirmation)
 }
 
-/// Wait for the receiver's `file-restart` (bounded in time).
-pub(super) async fn confirmed(asked: Result<oneshot::Receiver<()>, String>) -> Result<(), String> {
-    match tokio::time::timeout(RESTART_TIMEOUT, asked?).await {
-        Ok(Ok(())) => Ok(()),
-        _ => Err(format!(
-            "the receiver did not take the file again within {} s",
-            RESTART_TIMEOUT.as_secs()
-        )),
+/// Wait for the receiver's `file-restart` (bounded in time), or for its verdict on the file
+/// if it refuses to take it again (a new size over its limits): then its reason.
+pub(super) async fn confirmed(
+    asked: Result<oneshot::Receiver<()>, String>,
+    verdict: &mut oneshot::Receiver<(bool, Option<String>)>,
+) -> Result<(), String> {
+    let restart = tokio::time::timeout(RESTART_TIMEOUT, asked?);
+    let judged = async {
+        match verdict.await {
+            Ok((_, Some(reason))) => reason,
+            Ok((_, None)) => "the receiver judged the file instead of taking it again".into(),
+            // No verdict will come: only the restart (or its deadline) decides.
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        r = restart => match r {
+            Ok(Ok(())) => Ok(()),
+            _ => Err(format!(
+                "the receiver did not take the file again within {} s",
+                RESTART_TIMEOUT.as_secs()
+            )),
+        },
+        reason = judged => Err(reason),
     }
 }
 

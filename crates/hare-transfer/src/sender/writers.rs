@@ -364,8 +364,12 @@ async fn send_file(
         resumed_from,
         retries: attempts - 1,
     };
+    let offered = plan.as_ref().map_or(0, |p| p.have);
     let (mut hasher, mut offset) = match resume_point(&src, plan).await {
-        Ok(r) => r,
+        Ok(r) => {
+            retry.said_resume(&name, offered, r.1, src.entry.size).await;
+            r
+        }
         Err(e) => {
             tell_abandoned(ctl, index, &e, true).await;
             return fail(e, 0, attempts);
@@ -386,7 +390,7 @@ async fn send_file(
                 if let Err(e) = &asked {
                     tell_abandoned(ctl, index, e, true).await;
                 }
-                if let Err(e) = confirmed(asked).await {
+                if let Err(e) = confirmed(asked, &mut result).await {
                     return fail(e, 0, attempts);
                 }
                 io.again(src.entry.size);
@@ -433,7 +437,7 @@ async fn send_file(
                     tell_abandoned(ctl, index, e, false).await;
                 }
                 out.reset(close::PROTOCOL);
-                if let Err(e) = confirmed(asked).await {
+                if let Err(e) = confirmed(asked, &mut result).await {
                     return fail(e, 0, attempts);
                 }
                 io.again(src.entry.size);

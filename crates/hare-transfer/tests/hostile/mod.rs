@@ -27,17 +27,26 @@ pub async fn connect(
     fp: Fingerprint,
     transport: Option<quinn::TransportConfig>,
 ) -> Hostile {
-    let (crypto, _) = hare_transfer::trust::client_crypto_as(
-        &Trust::Pin(fp),
-        Some(&hare_transfer::testkit::test_sender()),
-    )
-    .expect("crypto");
+    let me = hare_transfer::testkit::test_sender();
+    connect_as(addr, fp, transport, &me, [127, 0, 0, 1].into()).await
+}
+
+/// Connect from the local address `from` (any of 127.0.0.0/8), presenting `identity`.
+pub async fn connect_as(
+    addr: SocketAddr,
+    fp: Fingerprint,
+    transport: Option<quinn::TransportConfig>,
+    identity: &hare_transfer::identity::Identity,
+    from: std::net::IpAddr,
+) -> Hostile {
+    let (crypto, _) =
+        hare_transfer::trust::client_crypto_as(&Trust::Pin(fp), Some(identity)).expect("crypto");
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(crypto).expect("quic crypto");
     let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));
     if let Some(t) = transport {
         cfg.transport_config(Arc::new(t));
     }
-    let ep = quinn::Endpoint::client("127.0.0.1:0".parse().expect("addr")).expect("endpoint");
+    let ep = quinn::Endpoint::client(SocketAddr::new(from, 0)).expect("endpoint");
     let conn = ep
         .connect_with(cfg, addr, "localhost")
         .expect("connect")
@@ -71,6 +80,19 @@ pub fn files_hello(files: &[(&str, u64)], force: bool, token: Option<&str>) -> T
         reverse: None,
         ends_bulk: false,
     }
+}
+
+/// A file job's hello that asks to resume.
+pub fn resume_hello(files: &[(&str, u64)]) -> ToReceiver {
+    let mut h = files_hello(files, false, None);
+    if let ToReceiver::Hello {
+        job: Job::Files { resume, .. },
+        ..
+    } = &mut h
+    {
+        *resume = true;
+    }
+    h
 }
 
 impl Hostile {
@@ -151,4 +173,15 @@ impl Hostile {
             Err(_) => None,
         }
     }
+}
+
+/// Wait (at most 10 s, polling every 25 ms) until `cond` holds; panics naming `what`.
+pub async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    for _ in 0..400 {
+        if cond() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("timed out waiting for {what}");
 }

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 
 use super::{
     bulk_deadline, digest_channels, spawn_bulk, spawn_file, stall, wrong_kind, Accepted, Ctl,
-    DigestSlot, DigestWait, FileEnv, Finished, JobCtx, Out, ProgressBudget,
+    DigestSlot, DigestWait, Finished, JobCtx, Out, ProgressBudget,
 };
 use crate::channels::DataIn;
 use crate::error::TransferError;
@@ -20,7 +20,7 @@ use crate::protocol::FailCode;
 use crate::protocol::{DataHeader, DataKind, FileEntry, ToReceiver, ToSender, MAX_RETRIES};
 use crate::receiver::DURATION_GRACE;
 use crate::recvfile::{
-    plan_file, Batch, EarlyLimits, Failure, FinalNames, Planned, Published, Verified,
+    plan_file, Batch, Failure, FinalNames, Planned, Published, Target, Verified,
 };
 use crate::report::RunLog;
 
@@ -44,7 +44,12 @@ pub(super) struct Running {
     files_job: bool,
     bulk_limit: Option<u64>,
     deadline: Option<Instant>,
-    env: FileEnv,
+    /// Where and for whom the files go (file jobs).
+    target: Option<Target>,
+    /// The job's limits (`--max-size`, the slow-job rule).
+    limits: crate::receiver::Limits,
+    /// Byte counts at recent ticks, for the slow-job rule: (when, bytes).
+    recent: std::collections::VecDeque<(Instant, u64)>,
     stall_after: Duration,
     interval: Duration,
     seen: usize,
@@ -99,17 +104,20 @@ impl Running {
             names: ctx.names.clone(),
             ..Again::default()
         };
+        let mut target = None;
         let (planned, files_job, bulk_limit, deadline, streams) = match accepted {
             Accepted::Files {
                 planned,
                 links: l,
                 force,
+                target: t,
                 ..
             } => {
                 links = l.len();
                 failed_links = l.iter().filter(|r| r.reason.is_some()).count();
                 again.force = force;
                 again.entries = planned.iter().map(|(i, p)| (*i, p.entry.clone())).collect();
+                target = Some(t);
                 (planned, true, None, None, 0)
             }
             Accepted::Bulk {
@@ -140,10 +148,9 @@ impl Running {
             files_job,
             bulk_limit,
             deadline,
-            env: FileEnv {
-                dir: ctx.opts.dir.clone().unwrap_or_default(),
-                limits: EarlyLimits::for_window(ctx.opts.link.window),
-            },
+            target,
+            limits: ctx.opts.limits,
+            recent: std::collections::VecDeque::new(),
             stall_after: ctx.opts.limits.stall_timeout,
             interval,
             seen: 0,
@@ -205,7 +212,11 @@ impl Running {
     /// A verified file joins the batch; a full batch, or the job's last file, flushes it.
     async fn verified(&mut self, index: u32, v: Verified, out: &mut Out, log: &mut RunLog) -> Step {
         if self.batch.is_none() {
-            match Batch::open(&self.env.dir) {
+            let opened = match &self.target {
+                Some(t) => Batch::open(&t.root),
+                None => Err(std::io::Error::other("not a file job")),
+            };
+            match opened {
                 Ok(b) => self.batch = Some(b),
                 Err(e) => {
                     let reason = format!("{}: cannot open the directory to sync it: {e}", v.name());
@@ -295,7 +306,36 @@ impl Running {
         if self.last_progress.elapsed() >= self.stall_after {
             return Step::Stop(Some(stall(self.stall_after)));
         }
-        Step::Go
+        match self.too_slow(b) {
+            Some(e) => Step::Stop(Some(e)),
+            None => Step::Go,
+        }
+    }
+
+    /// The slow-job rule: once data has started, at least `min_progress` bytes in every
+    /// `min_progress_window`; a job below it loses its slot (close code 5, timeout).
+    fn too_slow(&mut self, bytes: u64) -> Option<TransferError> {
+        let (need, window) = (self.limits.min_progress, self.limits.min_progress_window);
+        if need == 0 || bytes == 0 {
+            return None;
+        }
+        let now = Instant::now();
+        self.recent.push_back((now, bytes));
+        // Keep the newest sample at least a window old as the reference.
+        while self.recent.len() > 1 && now.duration_since(self.recent[1].0) >= window {
+            self.recent.pop_front();
+        }
+        let (t0, b0) = *self.recent.front()?;
+        if now.duration_since(t0) < window || bytes - b0 >= need {
+            return None;
+        }
+        let secs = window.as_secs();
+        Some(TransferError::Timeout(format!(
+            "{} moved in the last {secs} s, below this receiver's minimum of {} per {secs} s \
+             (--min-rate)",
+            crate::space::binary_size(bytes - b0),
+            crate::space::binary_size(need)
+        )))
     }
 
     async fn control(&mut self, m: Option<Ctl>, out: &mut Out, log: &mut RunLog) -> Step {
@@ -377,6 +417,10 @@ impl Running {
                     mtime_ns,
                     ..old.clone()
                 };
+                if let Some(why) = self.retry_too_large(index, size) {
+                    return self.refuse_retry(index, &entry.name, why, out, log).await;
+                }
+                self.again.entries.insert(index, entry.clone());
                 self.retry(index, entry, &reason, out, log).await
             }
         }
@@ -433,7 +477,12 @@ impl Running {
                 h.index
             ))));
         };
-        spawn_file(self.env.clone(), p, h, input, rx, fin.clone(), counter);
+        let Some(target) = self.target.clone() else {
+            return Step::Stop(Some(TransferError::Protocol(
+                "a file stream in a bulk job".into(),
+            )));
+        };
+        spawn_file(target, p, h, input, rx, fin.clone(), counter);
         Step::Go
     }
 
@@ -516,6 +565,54 @@ impl Running {
         Step::Go
     }
 
+    /// Why a retry announcing `size` bytes for file `index` is refused: the job's total with
+    /// the new size over `--max-size` (every announced size passes the limits the hello did).
+    fn retry_too_large(&self, index: u32, size: u64) -> Option<String> {
+        let others = self
+            .again
+            .entries
+            .iter()
+            .filter(|(i, _)| **i != index)
+            .try_fold(0u64, |a, (_, e)| a.checked_add(e.size));
+        let max = self.limits.max_job_bytes;
+        match others.and_then(|o| o.checked_add(size)) {
+            Some(t) if t <= max => None,
+            _ => Some(format!(
+                "sent again at {size} bytes, which brings the job over this receiver's limit of \
+                 {max} bytes (--max-size); not received"
+            )),
+        }
+    }
+
+    /// A retry that may not be taken: the file fails (its current attempt is discarded when
+    /// its channel ends) and the sender is told why; the job goes on.
+    async fn refuse_retry(
+        &mut self,
+        index: u32,
+        name: &str,
+        why: String,
+        out: &mut Out,
+        log: &mut RunLog,
+    ) -> Step {
+        if self.again.judged.contains(&index) {
+            return Step::Go;
+        }
+        if self.planned.remove(&index).is_some() {
+            // No data channel yet: none may come now.
+            self.digest_rx.remove(&index);
+            self.digests.remove(&index);
+            self.finished += 1;
+            self.again.judged.insert(index);
+            let f = Failure::new(FailCode::Other, format!("{name}: {why}"));
+            return self.report(index, Some(f), out, log).await;
+        }
+        // Its channel is open: it fails when that ends, with this reason.
+        if let Some(tx) = self.digests.remove(&index) {
+            let _ = tx.send(Err(why));
+        }
+        Step::Go
+    }
+
     /// The sender gave file `index` up. A file whose data channel never opened (`unsent`: it
     /// could not be read at all) fails here at once, as the sender said; one whose channel
     /// is open fails when that channel ends (its digest slot carries the reason).
@@ -561,7 +658,14 @@ impl Running {
         log: &mut RunLog,
     ) -> Step {
         let a = &self.again;
-        match plan_file(&self.env.dir, &entry, false, a.force, &a.names) {
+        let planned = match &self.target {
+            Some(t) => plan_file(t, &entry, false, a.force, &a.names).and_then(|p| {
+                // A file sent again is written from 0: its new size must fit the free space.
+                crate::space::check_free(&t.root, p.remaining()).map(|()| p)
+            }),
+            None => Err("not a file job".into()),
+        };
+        match planned {
             Ok(p) => {
                 self.planned.insert(index, p);
                 let (tx, rx) = tokio::sync::oneshot::channel();
