@@ -82,6 +82,7 @@ fn throughput_chart(s: &ThroughputSeries) -> Chart {
         y_unit: Unit::Mbps,
         series,
         hlines,
+        notes: Vec::new(),
     }
 }
 
@@ -121,6 +122,7 @@ fn cwnd_chart(s: &CwndSeries) -> Chart {
         y_unit: Unit::Mbps,
         series,
         hlines: vec![(s.bdp_packets, format!("BDP {:.0} packets", s.bdp_packets))],
+        notes: Vec::new(),
     }
 }
 
