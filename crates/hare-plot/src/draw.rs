@@ -180,6 +180,8 @@ fn draw<DB: DrawingBackend>(
                 .collect();
             let base = chart.plotting_area().get_base_pixel();
             let mut taken: Vec<Rect> = Vec::new();
+            // Drawn after the series, on top of them.
+            let mut hlabels: Vec<(Rect, String)> = Vec::new();
             for (y, label) in &c.hlines {
                 let grey = RGBColor(90, 90, 90);
                 chart
@@ -196,12 +198,7 @@ fn draw<DB: DrawingBackend>(
                     let right = chart.backend_coord(&(x_max, $clamp(*y)));
                     let at = place_label(left, right, size, &marks_px, &taken, &lines_px);
                     taken.push(at);
-                    area.draw(&Text::new(
-                        label.clone(),
-                        (at.x0 - base.0, at.y0 - base.1),
-                        style,
-                    ))
-                    .map_err(|x| e(&x))?;
+                    hlabels.push((at, label.clone()));
                 }
             }
             for (i, s) in c.series.iter().enumerate() {
@@ -235,6 +232,23 @@ fn draw<DB: DrawingBackend>(
             }
             if text {
                 let area = chart.plotting_area().strip_coord_spec();
+                for (at, label) in &hlabels {
+                    // A light backing keeps the text legible where a series crosses it.
+                    area.draw(&Rectangle::new(
+                        [
+                            (at.x0 - base.0 - 2, at.y0 - base.1 - 1),
+                            (at.x1 - base.0 + 2, at.y1 - base.1 + 1),
+                        ],
+                        WHITE.mix(0.8).filled(),
+                    ))
+                    .map_err(|x| e(&x))?;
+                    area.draw(&Text::new(
+                        label.clone(),
+                        (at.x0 - base.0, at.y0 - base.1),
+                        ("sans-serif", 13).into_font().color(&RGBColor(90, 90, 90)),
+                    ))
+                    .map_err(|x| e(&x))?;
+                }
                 for (k, (_, _, note, color)) in notes.iter().enumerate() {
                     let at = (10, 8 + 18 * k as i32);
                     area.draw(&Text::new(
