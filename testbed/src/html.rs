@@ -3,7 +3,13 @@
 //!
 //! A small inline script counts the tables and the plots the browser actually laid out
 //! (non-zero size) and writes the counts into `<body data-rendered-tables=...
-//! data-rendered-plots=...>`, which the headless-Chromium test reads back from the DOM.
+//! data-rendered-plots=...>`, with how far the page and the widest table reach beyond the
+//! window (`data-overflow-x`, `data-table-overflow-x`, in CSS pixels), which the
+//! headless-Chromium tests read back from the DOM.
+//!
+//! Tables sit in a scroll container and their headers wrap, so a wide table never widens
+//! the page; the text columns of a table wrap too (at spaces, hyphens and after the commas
+//! of a controller spec), so a replay summary fits 1280 px.
 
 use std::fmt::Write as _;
 
@@ -31,9 +37,13 @@ pub struct Page {
 }
 
 const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;max-width:120em}\
+div.scroll{overflow-x:auto;max-width:100%}\
 table{border-collapse:collapse;margin:.5em 0 1.5em}\
 td,th{border:1px solid #bbb;padding:.2em .5em;text-align:right;white-space:nowrap}\
+th{white-space:normal;vertical-align:bottom}\
+td.l{white-space:normal;overflow-wrap:break-word}\
 h2{font-size:1.15em}th{background:#eee}td.l,th.l{text-align:left}\
+figcaption{max-width:60em;font-size:90%}\
 pre{background:#f6f6f6;padding:.5em;overflow-x:auto;font-size:85%}\
 figure{display:inline-block;margin:.5em}figure svg{max-width:100%;height:auto}\
 .thr{color:#2850c8}.hare{color:#c82828}";
@@ -42,7 +52,12 @@ const CHECK_SCRIPT: &str = "<script>(function(){function n(s){var c=0;\
 document.querySelectorAll(s).forEach(function(e){var r=e.getBoundingClientRect();\
 if(r.width>0&&r.height>0)c++;});return c;}\
 document.body.setAttribute('data-rendered-tables',n('table'));\
-document.body.setAttribute('data-rendered-plots',n('figure svg'));})();</script>";
+document.body.setAttribute('data-rendered-plots',n('figure svg'));\
+var w=document.documentElement.clientWidth,t=0;\
+document.querySelectorAll('table').forEach(function(e){\
+t=Math.max(t,Math.ceil(e.getBoundingClientRect().right)-w);});\
+document.body.setAttribute('data-overflow-x',Math.max(0,document.documentElement.scrollWidth-w));\
+document.body.setAttribute('data-table-overflow-x',Math.max(0,t));})();</script>";
 
 impl Page {
     /// An empty page titled `title`.
@@ -80,16 +95,22 @@ impl Page {
                 ""
             }
         };
-        self.body.push_str("<table>\n");
+        self.body.push_str("<div class=\"scroll\"><table>\n");
         for (ri, r) in rows.iter().enumerate() {
             let tag = if ri == 0 { "th" } else { "td" };
             self.body.push_str("<tr>");
             for (ci, v) in r.iter().enumerate() {
-                let _ = write!(self.body, "<{tag}{}>{}</{tag}>", class(ci), escape(v));
+                let mut text = escape(v);
+                if left.contains(&ci) {
+                    // A break opportunity after each comma of a controller spec
+                    // (`cubic@linux-2.6.20,initial_ssthresh=100`) lets its column wrap.
+                    text = text.replace(',', ",<wbr>");
+                }
+                let _ = write!(self.body, "<{tag}{}>{text}</{tag}>", class(ci));
             }
             self.body.push_str("</tr>\n");
         }
-        self.body.push_str("</table>\n");
+        self.body.push_str("</table></div>\n");
         self
     }
 
@@ -131,6 +152,7 @@ mod tests {
         let html = p.finish();
         assert!(html.contains("<title>a &lt;b&gt; &amp; c</title>"));
         assert!(html.contains("<td class=\"l\">1</td><td>&lt;2&gt;</td>"));
+        assert!(html.contains("<div class=\"scroll\"><table>"));
         assert!(html.contains("<figure><svg width=\"1\"></svg>"));
         assert!(!html.contains("<?xml"));
         assert!(html.contains("<pre>a&lt;b</pre>"));

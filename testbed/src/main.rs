@@ -80,8 +80,9 @@ enum Command {
         /// The sweep file (`kind = "sweep"`).
         #[arg(value_name = "SWEEP.toml", required = true)]
         file: Option<PathBuf>,
-        /// Run only cells whose index is I modulo N (I from 0: `--shard 2/4`, or
-        /// `--shard "$JOB_COMPLETION_INDEX/4"`).
+        /// Run shard I of N (I from 0: `--shard 2/4`, or `--shard "$JOB_COMPLETION_INDEX/4"`):
+        /// a diagonal slice of the grid, so each shard holds every value of every axis as far
+        /// as its number of cells allows.
         #[arg(long, value_name = "I/N", default_value = "0/1")]
         shard: hare_lab::sweep::Shard,
         /// Simulations to run in parallel.
@@ -134,6 +135,10 @@ enum SweepCommand {
             default_value = "out/sweep/merged"
         )]
         out: PathBuf,
+        /// Merge even when cells are missing (shards not merged, still running or failed to
+        /// write): the table and page list them. Without it a missing cell is an error.
+        #[arg(long)]
+        allow_missing: bool,
     },
 }
 
@@ -200,10 +205,20 @@ fn main() -> Result<()> {
             commands::sim(&opts, &mut std::io::stdout().lock())?;
         }
         Command::Sweep {
-            merge: Some(SweepCommand::Merge { dirs, out }),
+            merge:
+                Some(SweepCommand::Merge {
+                    dirs,
+                    out,
+                    allow_missing,
+                }),
             ..
         } => {
-            hare_lab::sweep::merge_command(&dirs, &out, &mut std::io::stdout().lock())?;
+            hare_lab::sweep::merge_command(
+                &dirs,
+                &out,
+                allow_missing,
+                &mut std::io::stdout().lock(),
+            )?;
         }
         Command::Sweep {
             merge: None,

@@ -65,13 +65,18 @@ pub fn time_to_90pct(rows: &[Row], capacity_mbps: f64) -> Option<f64> {
     time_to_fraction(rows, capacity_mbps, FULL_RATE_FRACTION)
 }
 
-/// Sum of losses over the rows that end by `horizon_s` (with 10 ms of slack for nuttcp's
-/// 1.01 s rows). `None` if one of those rows has no loss count, or there are no such rows.
-pub fn losses_within(rows: &[Row], horizon_s: f64) -> Option<u64> {
-    let inside: Vec<&Row> = rows
-        .iter()
+/// The rows that end by `horizon_s`, with 10 ms of slack for nuttcp's 1.01 s rows.
+pub fn rows_within(rows: &[Row], horizon_s: f64) -> Vec<Row> {
+    rows.iter()
         .filter(|r| r.end_s <= horizon_s + 0.011)
-        .collect();
+        .copied()
+        .collect()
+}
+
+/// Sum of losses over the rows that end by `horizon_s` ([`rows_within`]). `None` if one of
+/// those rows has no loss count, or there are no such rows.
+pub fn losses_within(rows: &[Row], horizon_s: f64) -> Option<u64> {
+    let inside = rows_within(rows, horizon_s);
     if inside.is_empty() {
         return None;
     }

@@ -82,6 +82,7 @@ fn throughput_chart(s: &ThroughputSeries) -> Chart {
         y_unit: Unit::Mbps,
         series,
         hlines,
+        notes: Vec::new(),
     }
 }
 
@@ -121,6 +122,28 @@ fn cwnd_chart(s: &CwndSeries) -> Chart {
         y_unit: Unit::Mbps,
         series,
         hlines: vec![(s.bdp_packets, format!("BDP {:.0} packets", s.bdp_packets))],
+        notes: Vec::new(),
+    }
+}
+
+/// What a plot written by [`throughput`] or [`cwnd`] shows, for a page's caption (a file
+/// name says nothing to a reader); `None` for other files.
+pub fn caption(file: &Path) -> Option<&'static str> {
+    let name = file.file_name()?.to_str()?;
+    if name.ends_with(".throughput.svg") {
+        Some(
+            "Payload rate per 1 s interval: hare's simulated run (red) and, for a replay, the \
+             thread's nuttcp rows (blue); grey lines: hare's link payload rate and the thread's \
+             plateau.",
+        )
+    } else if name.ends_with(".cwnd.svg") {
+        Some(
+            "hare's congestion window in segments on a log scale (red) and ssthresh (green); \
+             grey line: the path's bandwidth-delay product; circles: the slow-start exit \
+             (noted in the upper left) and each window reduction.",
+        )
+    } else {
+        None
     }
 }
 

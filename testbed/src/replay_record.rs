@@ -57,6 +57,11 @@ pub struct ReplayRecord {
     pub thread_avg_mbps: Option<f64>,
     /// nuttcp's closing duration.
     pub thread_seconds: Option<f64>,
+    /// When set (`replay --max-seconds`), every time-window figure of both sides (time to
+    /// 90 %, losses, average) is taken over the first this many seconds only, so a capped
+    /// hare run is compared with the same stretch of the thread's run, not with its whole.
+    #[serde(default)]
+    pub compared_over_s: Option<f64>,
 }
 
 /// When, at what cwnd and why slow start first ended in a hare run: the summary's
@@ -127,6 +132,33 @@ impl ReplayRecord {
             thread_lost_packets_10s: thread.and_then(|(_, t)| t.lost_packets_10s()),
             thread_avg_mbps: thread.map(|(_, t)| t.summary.mbps),
             thread_seconds: thread.map(|(_, t)| t.summary.sec),
+            compared_over_s: None,
+        }
+    }
+
+    /// Takes every time-window figure of both sides over the first `horizon_s` seconds
+    /// only (the intervals that end by then): `replay --max-seconds` cuts hare's run, and a
+    /// 1 s run beside the thread's 30 s average compares nothing. hare's `run` gives its
+    /// intervals, `thread` the thread's rows; the capacities and exits stay (they are the
+    /// path's and slow start's, not a window's).
+    pub fn compare_over(&mut self, horizon_s: f64, run: &Run, thread: Option<&ThreadRun>) {
+        let hare = metrics::rows_within(&metrics::rows_of(&run.intervals), horizon_s);
+        self.compared_over_s = Some(horizon_s);
+        self.avg_mbps = metrics::average_mbps(&hare);
+        self.seconds = hare.last().map_or(0.0, |r| r.end_s);
+        self.time_to_90pct_s = metrics::time_to_90pct(&hare, self.capacity_mbps);
+        self.lost_packets_10s = metrics::losses_within(&hare, horizon_s.min(10.0));
+        self.lost_packets = hare.iter().filter_map(|r| r.lost).sum();
+        if let Some(t) = thread {
+            let rows = metrics::rows_within(&t.rows(), horizon_s);
+            self.thread_avg_mbps = Some(metrics::average_mbps(&rows));
+            self.thread_seconds = rows.last().map(|r| r.end_s);
+            self.thread_time_to_90pct_s =
+                metrics::time_to_90pct(&rows, self.thread_capacity_mbps.unwrap_or(0.0));
+            // Without per-second counts the mail's totals cover the whole run: only a
+            // "no loss" note still holds for a part of it.
+            self.thread_lost_packets_10s = metrics::losses_within(&rows, horizon_s.min(10.0))
+                .or_else(|| (t.lost_packets_10s() == Some(0)).then_some(0));
         }
     }
 }

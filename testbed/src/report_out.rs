@@ -28,10 +28,15 @@ pub fn record_of(result: &JobResult, threads: &ThreadData) -> ReplayRecord {
         thread,
     );
     rec.controller = job.plan.controller.to_string();
-    rec.time_to_90pct_100ms_s =
-        result.output.fine.as_ref().and_then(|f| {
-            metrics::time_to_90pct(&metrics::rows_of(&f.intervals), rec.capacity_mbps)
-        });
+    let cap_s = job.duration_cap.map(|d| d.as_secs_f64());
+    rec.time_to_90pct_100ms_s = result.output.fine.as_ref().and_then(|f| {
+        let rows = metrics::rows_of(&f.intervals);
+        let rows = cap_s.map_or_else(|| rows.clone(), |h| metrics::rows_within(&rows, h));
+        metrics::time_to_90pct(&rows, rec.capacity_mbps)
+    });
+    if let Some(h) = cap_s {
+        rec.compare_over(h, &result.output.run, thread.map(|(_, t)| t));
+    }
     rec
 }
 

@@ -43,15 +43,19 @@ pub fn write_index(
     let mut page = Page::new(title);
     page.heading("Summary: thread and hare side by side");
     page.table(&summary_table::cells(records), &[0, 1]);
-    page.para(summary_table::LEGEND);
+    page.para(&summary_table::legend(records));
     for s in sections {
         page.heading(&s.heading);
         for svg in &s.svgs {
             let text = std::fs::read_to_string(svg)
                 .with_context(|| format!("reading {}", svg.display()))?;
-            let caption = svg
-                .file_name()
-                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            let caption = crate::plots::caption(svg).map_or_else(
+                || {
+                    svg.file_name()
+                        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+                },
+                str::to_string,
+            );
             page.svg(&text, &caption);
         }
         page.pre(&s.text);

@@ -26,6 +26,20 @@ pub const LEGEND: &str =
      t90% = end of the first 1 s interval at >= 90% of that capacity; exit = slow-start exit \
      cwnd (segments) and reason; loss10s = lost/retransmitted packets in the first 10 s.\n";
 
+/// [`LEGEND`], plus a line saying over which stretch both sides were compared when
+/// `replay --max-seconds` cut the runs.
+pub fn legend(records: &[ReplayRecord]) -> String {
+    let mut out = LEGEND.to_string();
+    if let Some(h) = records.iter().find_map(|r| r.compared_over_s) {
+        out.push_str(&format!(
+            "Runs capped at {h} s (--max-seconds): t90%, loss10s and avg Mbit/s of both the \
+             thread and hare are taken over the first {h} s only (the intervals that end by \
+             then), not the thread's whole run.\n"
+        ));
+    }
+    out
+}
+
 /// The table's cells, header row first. Columns: run, controller, then pairs
 /// `thread / hare` of capacity used (Mbit/s), time to 90% (s), slow-start exit (cwnd in
 /// segments and reason), losses in the first 10 s and average Mbit/s.
@@ -95,7 +109,7 @@ pub fn format(records: &[ReplayRecord]) -> String {
             out.push('\n');
         }
     }
-    out.push_str(LEGEND);
+    out.push_str(&legend(records));
     out
 }
 
@@ -128,6 +142,7 @@ mod tests {
             thread_lost_packets_10s: Some(0),
             thread_avg_mbps: Some(6554.4883),
             thread_seconds: Some(10.0),
+            compared_over_s: None,
         };
         let t = format(&[r]);
         let lines: Vec<&str> = t.lines().collect();

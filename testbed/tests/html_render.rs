@@ -6,9 +6,10 @@
 //! in CI (`CI=true`), where `.ci/run` installs the `chromium` package: it must never pass
 //! there by doing nothing.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{attr, chromium_or_skip, dump_dom};
 use std::process::Command;
-use std::time::Duration;
 
 const SCENARIO: &str = r#"
 name = "render-check"
@@ -26,83 +27,9 @@ socket_buffer = "512k"
 duration = "2s"
 "#;
 
-/// `$HARE_LAB_CHROMIUM`, else the first of the usual binary names found on `PATH`.
-fn chromium() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("HARE_LAB_CHROMIUM") {
-        return Some(PathBuf::from(p));
-    }
-    let path = std::env::var_os("PATH")?;
-    for name in [
-        "chromium",
-        "chromium-browser",
-        "chromium-headless-shell",
-        "google-chrome",
-        "google-chrome-stable",
-    ] {
-        for dir in std::env::split_paths(&path) {
-            let candidate = dir.join(name);
-            if candidate.is_file() {
-                return Some(candidate);
-            }
-        }
-    }
-    None
-}
-
-/// The value of `attr="..."` in `dom`.
-fn attr(dom: &str, attr: &str) -> Option<u32> {
-    let start = dom.find(&format!("{attr}=\""))? + attr.len() + 2;
-    let end = start + dom[start..].find('"')?;
-    dom[start..end].parse().ok()
-}
-
-fn dump_dom(browser: &Path, page: &Path, dir: &Path) -> String {
-    // Output into files, not pipes: the DOM with two inline plots is larger than a pipe's
-    // buffer, and nothing reads it before the browser exits.
-    let (dom_path, err_path) = (dir.join("dom.html"), dir.join("chromium.err"));
-    let mut child = Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-dev-shm-usage",
-        ])
-        .arg(format!("--user-data-dir={}", dir.join("profile").display()))
-        .arg("--dump-dom")
-        .arg(format!("file://{}", page.display()))
-        .stdout(std::fs::File::create(&dom_path).expect("dom file"))
-        .stderr(std::fs::File::create(&err_path).expect("stderr file"))
-        .spawn()
-        .expect("start chromium");
-    // Bounded: a browser that hangs fails the test instead of the CI job.
-    for _ in 0..600 {
-        if child.try_wait().expect("wait chromium").is_some() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    if child.try_wait().expect("wait chromium").is_none() {
-        let _ = child.kill();
-        panic!("chromium did not finish within 60 s");
-    }
-    let status = child.wait().expect("chromium status");
-    assert!(
-        status.success(),
-        "chromium failed: {}",
-        std::fs::read_to_string(&err_path).unwrap_or_default()
-    );
-    std::fs::read_to_string(&dom_path).expect("dumped DOM")
-}
-
 #[test]
 fn sim_page_renders_its_tables_and_plots_in_chromium() {
-    let Some(browser) = chromium() else {
-        assert!(
-            std::env::var("CI").map_or(true, |v| v != "true"),
-            "CI=true but no Chromium found: .ci/run installs the `chromium` package"
-        );
-        eprintln!("skipped: no Chromium on PATH (set HARE_LAB_CHROMIUM to run this test)");
+    let Some(browser) = chromium_or_skip() else {
         return;
     };
     let dir = std::env::temp_dir().join(format!("hare-lab-render-{}", std::process::id()));
@@ -129,7 +56,7 @@ fn sim_page_renders_its_tables_and_plots_in_chromium() {
         !html.contains("src=\"http") && !html.contains("href=\"http"),
         "self-contained"
     );
-    let dom = dump_dom(&browser, &page, &dir);
+    let dom = dump_dom(&browser, &page, &dir, 1280);
     assert!(
         dom.contains("render-check"),
         "the run's heading: {dom:.2000}"

@@ -92,7 +92,7 @@ fn four_shards_merge_into_the_unsharded_table() {
     std::fs::write(&file, sweep_text("grid48")).expect("write sweep");
 
     let whole = d.join("whole");
-    ok(&bin()
+    let progress = ok(&bin()
         .args(["sweep", "--jobs", "2", "-o"])
         .arg(&whole)
         .arg(&file)
@@ -137,16 +137,39 @@ fn four_shards_merge_into_the_unsharded_table() {
     let csv4 = std::fs::read_to_string(m4.join("table.csv")).expect("csv");
     assert_eq!(csv1.lines().count(), 49);
     assert_eq!(csv1, csv4, "sharded and unsharded tables differ");
+    // Every column names its unit or bin, and the progress lines name theirs the same way
+    // with the same figures: each cell's 100 ms time to 90 % as the table has it.
+    let header: Vec<&str> = csv1.lines().next().expect("header").split(',').collect();
+    assert_eq!(
+        header[6..],
+        [
+            "t90% s (100 ms bins)",
+            "exit cwnd/BDP (x)",
+            "loss in SS (pkts)",
+            "avg Mbit/s (whole run)",
+            "t90% s (1 s bins)",
+            "exit cwnd (segments)",
+            "loss total (pkts)",
+            "window cap Mbit/s",
+            "error"
+        ]
+    );
+    for line in csv1.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let want = format!(
+            "cell {:>4} cc={} rtt={} queue={} seed={}: avg Mbit/s (whole run) {}, t90% s (100 ms bins) {}, exit cwnd (segments) {}",
+            f[0], f[1], f[2], f[3], f[4], f[9], f[6], f[11]
+        );
+        assert!(progress.contains(&want), "{want}\n{progress}");
+    }
     assert_eq!(
         std::fs::read_to_string(m1.join("table.txt")).ok(),
         std::fs::read_to_string(m4.join("table.txt")).ok()
     );
-    // Every run finished and has a rate.
+    // Every run finished (no error) and has a rate.
     for line in csv1.lines().skip(1) {
-        assert!(
-            !line.ends_with(",-,") && line.ends_with(','),
-            "no error: {line}"
-        );
+        let f: Vec<&str> = line.split(',').collect();
+        assert!(f[9] != "-" && f[14].is_empty(), "no error: {line}");
     }
     let html = std::fs::read_to_string(m4.join("index.html")).expect("index.html");
     assert!(html.contains("<table>") && html.matches("<figure><svg").count() == 4);
@@ -167,8 +190,26 @@ fn four_shards_merge_into_the_unsharded_table() {
     let err = text(&bad.stderr);
     assert!(err.contains("mixed sweep definitions"), "{err}");
 
-    // Shards missing: merged, and the table says which cells are missing.
-    let part = ok(&merge(&refs[..3], &d.join("m-part")));
+    // Shards missing: refused (a partial table must not pass for the sweep's answer) unless
+    // asked for, and then the table says which cells are missing.
+    let refused = merge(&refs[..3], &d.join("m-part"));
+    assert!(!refused.status.success());
+    let err = text(&refused.stderr);
+    assert!(
+        err.contains("sweep grid48: 12 of 48 cell(s) missing: [3, ")
+            && err.contains("--allow-missing"),
+        "{err}"
+    );
+    let mut partial = bin();
+    partial.args(["sweep", "merge", "--allow-missing"]);
+    for r in &refs[..3] {
+        partial.arg(r);
+    }
+    let part = ok(&partial
+        .arg("-o")
+        .arg(d.join("m-part"))
+        .output()
+        .expect("hare-lab runs"));
     assert!(part.contains("12 cell(s) missing"), "{part}");
     let _ = std::fs::remove_dir_all(&d);
 }

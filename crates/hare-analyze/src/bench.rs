@@ -139,7 +139,7 @@ pub fn run(dir: &Path, size: u64, keep: bool) -> Result<BenchReport> {
         .as_ref()
         .ok()
         .and_then(|t| t.first())
-        .map(|t| compute(t, &Params::default()).goodput_mbps);
+        .and_then(|t| compute(t, &Params::default()).goodput_mbps);
     let analyze_s = t1.elapsed().as_secs_f64();
     let peak = peak_rss_bytes();
     if !keep {

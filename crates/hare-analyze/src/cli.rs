@@ -289,6 +289,11 @@ pub fn run(cmd: AnalyzeCommand) -> Result<()> {
             let traces = load(&a.files)?;
             let ms = metrics_of(&traces, &p);
             let files = crate::plot::plot_all(&a.out, &traces, &ms)?;
+            // Said on the charts too; here so a script running `plot` learns it.
+            eprint!(
+                "{}",
+                crate::table::not_logged_lines(ms.iter().map(|m| (m.name.as_str(), m)))
+            );
             if crate::plot::font().is_none() {
                 eprintln!("no font found (set HARE_LAB_FONT): plots drawn without text");
             }

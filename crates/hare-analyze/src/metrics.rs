@@ -88,15 +88,21 @@ pub struct Metrics {
     pub retransmitted_bytes: Option<u64>,
     /// Distinct STREAM bytes sent (retransmissions excluded), when frames are logged.
     pub stream_bytes_sent: Option<u64>,
-    /// Payload bytes delivered from the origin to the end.
-    pub bytes: u64,
-    /// Mbit/s over the whole trace.
-    pub goodput_mbps: f64,
+    /// Payload bytes delivered from the origin to the end, `None` when the trace does not
+    /// log the payload (a quinn receiver): absent, never 0.
+    pub bytes: Option<u64>,
+    /// Mbit/s over the goodput span, `None` when the payload is not logged.
+    pub goodput_mbps: Option<f64>,
     /// Bin width of `bins_mbps`.
     pub bin_s: f64,
-    /// Goodput per bin `[i*bin_s, (i+1)*bin_s)`, Mbit/s.
+    /// Goodput per complete bin `[i*bin_s, (i+1)*bin_s)`, Mbit/s; empty when the payload
+    /// is not logged. A last bin cut short by the trace's end is `partial_bin`, not here.
     pub bins_mbps: Vec<f64>,
-    /// Capacity in Mbit/s used for "time to X%" and the BDP.
+    /// The last bin when the trace ends inside it: reported, never used as a sample (a
+    /// 2 ms bin's rate says little and would pass for the capacity).
+    pub partial_bin: Option<PartialBin>,
+    /// Capacity in Mbit/s used for "time to X%" and the BDP (estimated: the peak complete
+    /// bin).
     pub capacity_mbps: Option<f64>,
     /// Where the capacity came from.
     pub capacity_from: Option<Provenance>,
@@ -112,7 +118,7 @@ pub struct Metrics {
     pub overshoot: Option<f64>,
     /// The share of the capacity of `time_to_fraction_s`.
     pub fraction: f64,
-    /// End of the first bin whose goodput reached `fraction` of the capacity.
+    /// End of the first complete bin whose goodput reached `fraction` of the capacity.
     pub time_to_fraction_s: Option<f64>,
     /// Packets lost in the whole trace, `None` when the producer does not log them.
     pub losses: Option<u64>,
@@ -131,9 +137,67 @@ pub struct Metrics {
     pub final_srtt_ms: Option<f64>,
     /// Records the reader skipped.
     pub skipped: Vec<Skipped>,
+    /// Quantities the trace does not log (see [`NotLogged`]): absent from the figures above,
+    /// never zeros.
+    pub not_logged: Vec<NotLogged>,
     /// What the reader noticed and worked around.
     pub notes: Vec<String>,
 }
+
+/// A last goodput bin shorter than the bin width (the trace ended inside it).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PartialBin {
+    /// Start, seconds since the origin.
+    pub start_s: f64,
+    /// Its length in seconds (less than the bin width).
+    pub len_s: f64,
+    /// Goodput over its length, Mbit/s.
+    pub mbps: f64,
+}
+
+/// A quantity a trace does not log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NotLogged {
+    /// The payload (and so goodput): quinn logs neither lengths nor frames of received
+    /// packets.
+    Payload,
+    /// STREAM frames (sent bytes and retransmissions).
+    Frames,
+    /// Lost packets.
+    Losses,
+    /// The congestion window.
+    Cwnd,
+    /// RTT samples.
+    Rtt,
+}
+
+impl NotLogged {
+    /// What a reader is told is missing.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NotLogged::Payload => "payload and goodput",
+            NotLogged::Frames => "STREAM frames (sent and retransmitted bytes)",
+            NotLogged::Losses => "lost packets",
+            NotLogged::Cwnd => "congestion window",
+            NotLogged::Rtt => "RTT",
+        }
+    }
+}
+
+/// Goodput per bin: the complete bins and, when the trace ends inside one, the partial last
+/// bin apart.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Bins {
+    /// Mbit/s of each complete bin.
+    pub complete: Vec<f64>,
+    /// The last bin, when shorter than the width.
+    pub partial: Option<PartialBin>,
+}
+
+/// A bin whose end lies within this of the trace's end counts as complete: qlog times are
+/// f32 milliseconds (0.25 us of resolution at 3 s).
+const BIN_END_SLACK_S: f64 = 1e-6;
 
 fn mbps(bytes: f64, seconds: f64) -> f64 {
     if seconds > 0.0 {
@@ -143,27 +207,64 @@ fn mbps(bytes: f64, seconds: f64) -> f64 {
     }
 }
 
-/// Goodput per bin of `bin_s` from the origin to the trace's end (last bin may be partial
-/// and is then averaged over its covered part).
-pub fn goodput_bins(trace: &Trace, bin_s: f64) -> Vec<f64> {
+/// Goodput per bin of `bin_s` from the origin to the trace's end: the complete bins, and the
+/// last one apart when the trace ends inside it (averaged over its covered part).
+pub fn goodput_bins(trace: &Trace, bin_s: f64) -> Bins {
     if bin_s <= 0.0 || trace.end_s <= 0.0 {
-        return Vec::new();
+        return Bins::default();
     }
-    let n = (trace.end_s / bin_s).ceil() as usize;
-    (0..n)
+    let whole = ((trace.end_s + BIN_END_SLACK_S) / bin_s).floor() as usize;
+    let complete = (0..whole)
         .map(|i| {
             let lo = i as f64 * bin_s;
-            let hi = ((i + 1) as f64 * bin_s).min(trace.end_s);
-            mbps(trace.delivered_between(lo, hi), hi - lo)
+            mbps(trace.delivered_between(lo, lo + bin_s), bin_s)
         })
-        .collect()
+        .collect();
+    let lo = whole as f64 * bin_s;
+    let partial = (trace.end_s - lo > BIN_END_SLACK_S).then(|| PartialBin {
+        start_s: lo,
+        len_s: trace.end_s - lo,
+        mbps: mbps(trace.delivered_between(lo, trace.end_s), trace.end_s - lo),
+    });
+    Bins { complete, partial }
+}
+
+/// What `trace` does not log.
+pub fn not_logged(trace: &Trace) -> Vec<NotLogged> {
+    let mut out = Vec::new();
+    if trace.payload_source == PayloadSource::Unknown {
+        out.push(NotLogged::Payload);
+    }
+    if trace.stream_bytes_sent.is_none() {
+        out.push(NotLogged::Frames);
+    }
+    if !trace.losses_logged {
+        out.push(NotLogged::Losses);
+    }
+    if trace.samples.iter().all(|s| s.cwnd_bytes.is_none()) && trace.max_cwnd_bytes.is_none() {
+        out.push(NotLogged::Cwnd);
+    }
+    if trace
+        .samples
+        .iter()
+        .all(|s| s.srtt_ms.is_none() && s.min_rtt_ms.is_none())
+    {
+        out.push(NotLogged::Rtt);
+    }
+    out
 }
 
 /// Computes the metrics of `trace`.
 pub fn compute(trace: &Trace, p: &Params) -> Metrics {
     let duration = trace.end_s.max(0.0);
+    let not_logged = not_logged(trace);
+    let payload_logged = !not_logged.contains(&NotLogged::Payload);
     let bytes = trace.delivered_between(0.0, duration.max(f64::MIN_POSITIVE)) as u64;
-    let bins = goodput_bins(trace, p.bin_s);
+    let bins = if payload_logged {
+        goodput_bins(trace, p.bin_s)
+    } else {
+        Bins::default()
+    };
     let start = trace.delivery_start_s.unwrap_or(0.0);
     let span = trace
         .delivery_end_s
@@ -173,7 +274,8 @@ pub fn compute(trace: &Trace, p: &Params) -> Metrics {
         (Some(c), _) => (Some(c as f64 / 1e6), Some(Provenance::Given)),
         (None, Some(c)) => (Some(c as f64 / 1e6), Some(Provenance::File)),
         (None, None) => {
-            let peak = bins.iter().copied().fold(0.0, f64::max);
+            // Complete bins only: a partial last bin is no sample of the path's rate.
+            let peak = bins.complete.iter().copied().fold(0.0, f64::max);
             if peak > 0.0 {
                 (Some(peak), Some(Provenance::Estimated))
             } else {
@@ -201,9 +303,10 @@ pub fn compute(trace: &Trace, p: &Params) -> Metrics {
         _ => None,
     };
     let time_to_fraction_s = capacity_mbps.and_then(|c| {
-        bins.iter()
+        bins.complete
+            .iter()
             .position(|&g| g >= p.fraction * c)
-            .map(|i| ((i + 1) as f64 * p.bin_s).min(duration))
+            .map(|i| (i + 1) as f64 * p.bin_s)
     });
     let exit_t = trace.exit.map(|e| e.t_s);
     let losses_in_slow_start = trace.losses_logged.then(|| {
@@ -223,7 +326,7 @@ pub fn compute(trace: &Trace, p: &Params) -> Metrics {
         .map(|&h| {
             let h_s = f64::from(h);
             // A trace that ends within half a 10 ms bin of the horizon counts as covering it.
-            let covered = duration + 0.005 >= h_s;
+            let covered = payload_logged && duration + 0.005 >= h_s;
             (
                 h,
                 covered.then(|| mbps(trace.delivered_between(0.0, h_s), h_s)),
@@ -241,10 +344,11 @@ pub fn compute(trace: &Trace, p: &Params) -> Metrics {
         payload_source: trace.payload_source,
         retransmitted_bytes: trace.retransmitted_bytes,
         stream_bytes_sent: trace.stream_bytes_sent,
-        bytes,
-        goodput_mbps: mbps(bytes as f64, span),
+        bytes: payload_logged.then_some(bytes),
+        goodput_mbps: payload_logged.then(|| mbps(bytes as f64, span)),
         bin_s: p.bin_s,
-        bins_mbps: bins,
+        bins_mbps: bins.complete,
+        partial_bin: bins.partial,
         capacity_mbps,
         capacity_from,
         rtt_ms,
@@ -264,6 +368,7 @@ pub fn compute(trace: &Trace, p: &Params) -> Metrics {
         min_rtt_ms,
         final_srtt_ms: trace.samples.iter().rev().find_map(|s| s.srtt_ms),
         skipped: trace.skipped.clone(),
+        not_logged,
         notes: trace.notes.clone(),
     }
 }
@@ -391,8 +496,9 @@ mod tests {
         };
         let m = compute(&trace(), &p);
         assert_eq!(m.bins_mbps, vec![10.0, 50.0, 95.0, 100.0]);
-        assert_eq!(m.bytes, 31_875_000);
-        assert_eq!(m.goodput_mbps, 63.75);
+        assert_eq!(m.bytes, Some(31_875_000));
+        assert_eq!(m.goodput_mbps, Some(63.75));
+        assert_eq!(m.partial_bin, None);
         assert_eq!(m.capacity_from, Some(Provenance::Given));
         assert_eq!(m.bdp_bytes, Some(250_000));
         assert_eq!(m.overshoot, Some(1.0));

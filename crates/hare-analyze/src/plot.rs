@@ -12,90 +12,57 @@ pub use hare_plot::{
     font, human_bytes, human_number, write_chart, Chart, PlotError, Series, Unit, FONT_CANDIDATES,
 };
 
-use crate::metrics::Metrics;
-use crate::trace::Trace;
+use crate::metrics::{Metrics, NotLogged};
+use crate::trace::{Trace, TraceRole};
 
-/// The three charts of a set of traces (with their metrics, same order).
+/// The three charts of a set of traces (with their metrics, same order). A quantity a trace
+/// does not log is not drawn (its series stays empty, out of the legend, keeping the other
+/// series' colours) and one note line on the chart says so; a partial last goodput bin is
+/// not drawn either, and noted.
 pub fn charts(traces: &[Trace], metrics: &[Metrics]) -> [Chart; 3] {
     let mut thr = Vec::new();
     let mut cwnd = Vec::new();
     let mut rtt = Vec::new();
+    let mut notes: [Vec<String>; 3] = Default::default();
     for (t, m) in traces.iter().zip(metrics) {
-        thr.push(Series {
-            label: t.name.clone(),
-            // Steps: each bin's rate held over the bin.
-            points: m
-                .bins_mbps
-                .iter()
-                .enumerate()
-                .flat_map(|(i, &g)| {
-                    let lo = i as f64 * m.bin_s;
-                    let hi = ((i + 1) as f64 * m.bin_s).min(m.duration_s);
-                    [(lo, g), (hi, g)]
-                })
-                .collect(),
-            marks: Vec::new(),
-            ..Series::default()
-        });
-        // A receiver's window only paces its ACKs: not drawn beside the senders'.
-        if t.role == Some(crate::trace::TraceRole::Receiver) && traces.len() > 1 {
-            // Keep the colours of the other charts: an empty series draws nothing.
-            cwnd.push(Series {
-                label: t.name.clone(),
-                points: Vec::new(),
-                marks: Vec::new(),
-                ..Series::default()
-            });
-        } else {
-            cwnd.push(Series {
-                label: t.name.clone(),
-                points: t
-                    .samples
-                    .iter()
-                    .filter_map(|s| s.cwnd_bytes.map(|c| (s.t_s, c as f64)))
-                    .collect(),
-                marks: t
-                    .exit
-                    .map(|e| {
-                        let why = e.reason.map_or("slow-start exit", |r| r.as_str());
-                        vec![(
-                            e.t_s,
-                            e.cwnd_bytes as f64,
-                            format!(
-                                "{}: {why} at {:.3} s, cwnd {}",
-                                t.name,
-                                e.t_s,
-                                human_bytes(e.cwnd_bytes as f64)
-                            ),
-                        )]
-                    })
-                    .unwrap_or_default(),
-                ..Series::default()
-            });
+        let (goodput, note) = goodput_series(t, m);
+        thr.push(goodput);
+        notes[0].extend(note);
+        let (window, note) = cwnd_series(t, traces.len());
+        cwnd.push(window);
+        notes[1].extend(note);
+        let points: Vec<(f64, f64)> = t
+            .samples
+            .iter()
+            // From the origin on: the handshake's samples still carry the initial RTT.
+            .filter(|s| s.t_s >= 0.0)
+            .filter_map(|s| s.srtt_ms.map(|r| (s.t_s, r)))
+            .collect();
+        if points.is_empty() {
+            notes[2].push(format!("{}: smoothed RTT not logged", t.name));
         }
         rtt.push(Series {
-            label: t.name.clone(),
-            points: t
-                .samples
-                .iter()
-                // From the origin on: the handshake's samples still carry the initial RTT.
-                .filter(|s| s.t_s >= 0.0)
-                .filter_map(|s| s.srtt_ms.map(|r| (s.t_s, r)))
-                .collect(),
-            marks: Vec::new(),
+            label: if points.is_empty() {
+                String::new()
+            } else {
+                t.name.clone()
+            },
+            points,
             ..Series::default()
         });
     }
     let bin = metrics.first().map_or(1.0, |m| m.bin_s);
+    let [thr_notes, cwnd_notes, rtt_notes] = notes;
     [
         Chart {
-            title: format!("goodput per {bin} s"),
+            title: format!("goodput per {} s bin", human_number(bin)),
             x_desc: "time (s)".into(),
             y_desc: "Mbit/s".into(),
             log_y: false,
             y_unit: Unit::Mbps,
             series: thr,
             hlines: capacity_lines(metrics),
+            notes: thr_notes,
         },
         Chart {
             title: "congestion window".into(),
@@ -105,6 +72,7 @@ pub fn charts(traces: &[Trace], metrics: &[Metrics]) -> [Chart; 3] {
             y_unit: Unit::Bytes,
             series: cwnd,
             hlines: bdp_lines(metrics),
+            notes: cwnd_notes,
         },
         Chart {
             title: "smoothed RTT".into(),
@@ -114,8 +82,84 @@ pub fn charts(traces: &[Trace], metrics: &[Metrics]) -> [Chart; 3] {
             y_unit: Unit::Ms,
             series: rtt,
             hlines: Vec::new(),
+            notes: rtt_notes,
         },
     ]
+}
+
+/// The goodput steps of one trace (each complete bin's rate held over the bin) and the note
+/// for what is not drawn: the whole series when the payload is not logged, else a partial
+/// last bin.
+fn goodput_series(t: &Trace, m: &Metrics) -> (Series, Option<String>) {
+    if m.not_logged.contains(&NotLogged::Payload) {
+        let note = format!(
+            "{}: goodput not logged (no sizes or STREAM frames of received packets)",
+            t.name
+        );
+        return (Series::default(), Some(note));
+    }
+    let points = m
+        .bins_mbps
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &g)| {
+            let lo = i as f64 * m.bin_s;
+            [(lo, g), (lo + m.bin_s, g)]
+        })
+        .collect();
+    let note = m.partial_bin.map(|b| {
+        format!(
+            "{}: last {:.3} s (a partial bin, {:.1} Mbit/s) not drawn",
+            t.name, b.len_s, b.mbps
+        )
+    });
+    let series = Series {
+        label: t.name.clone(),
+        points,
+        ..Series::default()
+    };
+    (series, note)
+}
+
+/// The cwnd series of one trace, exits marked, and the note for what is not drawn: a
+/// receiver's window beside senders' (it only paces its ACKs), or a window not logged.
+fn cwnd_series(t: &Trace, traces: usize) -> (Series, Option<String>) {
+    if t.role == Some(TraceRole::Receiver) && traces > 1 {
+        let note = format!("{}: a receiver, its window is not drawn", t.name);
+        return (Series::default(), Some(note));
+    }
+    let points: Vec<(f64, f64)> = t
+        .samples
+        .iter()
+        .filter_map(|s| s.cwnd_bytes.map(|c| (s.t_s, c as f64)))
+        .collect();
+    if points.is_empty() {
+        let note = format!("{}: congestion window not logged", t.name);
+        return (Series::default(), Some(note));
+    }
+    let marks = t
+        .exit
+        .map(|e| {
+            let why = e.reason.map_or("slow-start exit", |r| r.as_str());
+            vec![(
+                e.t_s,
+                e.cwnd_bytes as f64,
+                format!(
+                    "{}: {why} at {:.3} s, cwnd {}",
+                    t.name,
+                    e.t_s,
+                    human_bytes(e.cwnd_bytes as f64)
+                ),
+            )]
+        })
+        .unwrap_or_default();
+    let series = Series {
+        label: t.name.clone(),
+        points,
+        marks,
+        ..Series::default()
+    };
+    (series, None)
 }
 
 /// Whether a figure is known rather than estimated from the run itself.

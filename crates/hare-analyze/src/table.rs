@@ -1,7 +1,11 @@
 //! Tables of metrics: one row per figure, one column per trace, plain or Markdown, and the
 //! side-by-side comparison with ratios.
 
-use crate::metrics::{Metrics, Provenance};
+use crate::metrics::{Metrics, NotLogged, Provenance};
+
+/// The text of a cell whose quantity the trace does not log: such a cell is never a figure;
+/// [`analysis`] shows it as "-" and lists the quantity under the table.
+const NOT_LOGGED: &str = "not logged";
 
 /// One table row: a label and, per trace, the shown text and the number behind it (for
 /// ratios).
@@ -42,24 +46,22 @@ pub fn rows(ms: &[Metrics]) -> Vec<Row> {
     add("role".into(), &|m| (role_text(m), None));
     add("duration s".into(), &|m| num(Some(m.duration_s), 3));
     add("payload MB (2^20)".into(), &|m| {
-        payload(m, Some(m.bytes as f64 / hare_report::MIB))
+        payload(m, m.bytes.map(|b| b as f64 / hare_report::MIB))
     });
     add("payload from".into(), &|m| (payload_text(m).into(), None));
     add(
         "stream MB sent (2^20, once each)".into(),
         &|m| match m.stream_bytes_sent {
             Some(b) => num(Some(b as f64 / hare_report::MIB), 2),
-            None => ("not logged".into(), None),
+            None => (NOT_LOGGED.into(), None),
         },
     );
-    add("goodput Mbit/s".into(), &|m| {
-        payload(m, Some(m.goodput_mbps))
-    });
+    add("goodput Mbit/s".into(), &|m| payload(m, m.goodput_mbps));
     add(
         "retransmitted MB (2^20)".into(),
         &|m| match m.retransmitted_bytes {
             Some(b) => num(Some(b as f64 / hare_report::MIB), 2),
-            None => ("not logged".into(), None),
+            None => (NOT_LOGGED.into(), None),
         },
     );
     for (i, h) in crate::metrics::HORIZONS_S.iter().enumerate() {
@@ -67,6 +69,14 @@ pub fn rows(ms: &[Metrics]) -> Vec<Row> {
             payload(m, m.goodput_over.get(i).and_then(|g| g.1))
         });
     }
+    add(
+        "partial last bin (not a sample)".into(),
+        &|m| match m.partial_bin {
+            Some(b) => (format!("{:.3} s at {:.2} Mbit/s", b.len_s, b.mbps), None),
+            None if m.not_logged.contains(&NotLogged::Payload) => (NOT_LOGGED.into(), None),
+            None => ("none".into(), None),
+        },
+    );
     add("capacity Mbit/s".into(), &|m| {
         let (t, v) = num(m.capacity_mbps, 1);
         (format!("{t}{}", tag(m.capacity_from)), v)
@@ -128,7 +138,13 @@ pub fn rows(ms: &[Metrics]) -> Vec<Row> {
     add("max cwnd bytes".into(), &|m| {
         num(m.max_cwnd_bytes.map(|b| b as f64), 0)
     });
-    add("min RTT ms".into(), &|m| num(m.min_rtt_ms, 3));
+    add("min RTT ms".into(), &|m| {
+        if m.not_logged.contains(&NotLogged::Rtt) {
+            (NOT_LOGGED.into(), None)
+        } else {
+            num(m.min_rtt_ms, 3)
+        }
+    });
     add("skipped records".into(), &|m| {
         num(
             Some(m.skipped.iter().map(|s| s.count).sum::<u64>() as f64),
@@ -140,8 +156,8 @@ pub fn rows(ms: &[Metrics]) -> Vec<Row> {
 
 /// A payload figure, or "not logged" when the trace tells no payload (a quinn receiver).
 fn payload(m: &Metrics, v: Option<f64>) -> (String, Option<f64>) {
-    if m.payload_source == crate::trace::PayloadSource::Unknown {
-        ("not logged".into(), None)
+    if m.not_logged.contains(&NotLogged::Payload) {
+        (NOT_LOGGED.into(), None)
     } else {
         num(v, 2)
     }
@@ -151,7 +167,7 @@ fn payload(m: &Metrics, v: Option<f64>) -> (String, Option<f64>) {
 fn logged(v: Option<u64>) -> (String, Option<f64>) {
     match v {
         Some(n) => num(Some(n as f64), 0),
-        None => ("not logged".into(), None),
+        None => (NOT_LOGGED.into(), None),
     }
 }
 
@@ -173,7 +189,7 @@ fn payload_text(m: &Metrics) -> &'static str {
         crate::trace::PayloadSource::AckedStreamFrames => "acked STREAM frames",
         crate::trace::PayloadSource::ReceivedStreamFrames => "received STREAM frames",
         crate::trace::PayloadSource::PacketEstimate => "packet bytes (est.)",
-        crate::trace::PayloadSource::Unknown => "not logged",
+        crate::trace::PayloadSource::Unknown => NOT_LOGGED,
     }
 }
 
@@ -240,18 +256,61 @@ pub fn render(header: &[String], rows: &[Row], markdown: bool) -> String {
     out
 }
 
-/// The analysis table of several traces.
+/// Takes the "not logged" cells out of `rows`: a row no trace logs is dropped, a cell of a
+/// trace that does not log it reads "-".
+fn take_not_logged(rows: &mut Vec<Row>, traces: usize) {
+    rows.retain_mut(|r| {
+        let absent: Vec<usize> = (0..traces.min(r.cells.len()))
+            .filter(|&i| r.cells[i].0 == NOT_LOGGED)
+            .collect();
+        for &i in &absent {
+            r.cells[i] = ("-".into(), None);
+        }
+        absent.len() < traces
+    });
+}
+
+/// One line per trace that does not log some quantities, naming them.
+pub fn not_logged_lines<'a>(ms: impl IntoIterator<Item = (&'a str, &'a Metrics)>) -> String {
+    ms.into_iter()
+        .filter(|(_, m)| !m.not_logged.is_empty())
+        .map(|(name, m)| {
+            let what: Vec<&str> = m.not_logged.iter().map(|n| n.as_str()).collect();
+            format!(
+                "not logged in {name} (left out above): {}\n",
+                what.join(", ")
+            )
+        })
+        .collect()
+}
+
+/// `table` followed by the not-logged `notes` (after a blank line in Markdown, which ends
+/// the table there).
+fn with_notes(table: String, notes: &str, markdown: bool) -> String {
+    match (notes.is_empty(), markdown) {
+        (true, _) => table,
+        (false, true) => format!("{table}\n{notes}"),
+        (false, false) => format!("{table}{notes}"),
+    }
+}
+
+/// The analysis table of several traces, then one line per trace naming what it does not
+/// log (those rows are left out, or "-" where another trace has them).
 pub fn analysis(ms: &[Metrics], markdown: bool) -> String {
     let header: Vec<String> = std::iter::once("metric".to_string())
         .chain(ms.iter().map(|m| m.name.clone()))
         .collect();
-    render(&header, &rows(ms), markdown)
+    let mut rows = rows(ms);
+    take_not_logged(&mut rows, ms.len());
+    let notes = not_logged_lines(ms.iter().map(|m| (m.name.as_str(), m)));
+    with_notes(render(&header, &rows, markdown), &notes, markdown)
 }
 
 /// Two traces side by side with the ratio B/A of every numeric row.
 pub fn comparison(a: &Metrics, b: &Metrics, markdown: bool) -> String {
     let pair = [a.clone(), b.clone()];
     let mut rows = rows(&pair);
+    take_not_logged(&mut rows, 2);
     for r in &mut rows {
         let ratio = match (r.cells[0].1, r.cells[1].1) {
             (Some(x), Some(y)) if x != 0.0 => format!("{:.3}", y / x),
@@ -265,7 +324,8 @@ pub fn comparison(a: &Metrics, b: &Metrics, markdown: bool) -> String {
         format!("B: {}", b.name),
         "B/A".to_string(),
     ];
-    render(&header, &rows, markdown)
+    let notes = not_logged_lines([(header[1].as_str(), a), (header[2].as_str(), b)]);
+    with_notes(render(&header, &rows, markdown), &notes, markdown)
 }
 
 #[cfg(test)]

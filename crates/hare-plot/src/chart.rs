@@ -33,6 +33,9 @@ pub struct Chart {
     pub series: Vec<Series>,
     /// Horizontal reference lines (y, label), e.g. the capacity or the BDP.
     pub hlines: Vec<(f64, String)>,
+    /// Lines of text about what the chart leaves out (a quantity a trace did not log, a
+    /// partial last bin), listed in the upper left in grey below the marks' notes.
+    pub notes: Vec<String>,
 }
 
 /// Units of a y axis.

@@ -28,6 +28,102 @@ const PALETTE: [RGBColor; 6] = [
     RGBColor(20, 160, 170),
 ];
 
+/// A label's box in backend pixels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Rect {
+    x0: i32,
+    y0: i32,
+    x1: i32,
+    y1: i32,
+}
+
+impl Rect {
+    fn hits(&self, o: &Rect) -> bool {
+        self.x0 < o.x1 && o.x0 < self.x1 && self.y0 < o.y1 && o.y0 < self.y1
+    }
+
+    /// Whether the segment from `p` to `q` passes through the box (Liang-Barsky clipping).
+    fn crossed_by(&self, p: (i32, i32), q: (i32, i32)) -> bool {
+        let (x0, y0) = (f64::from(p.0), f64::from(p.1));
+        let (dx, dy) = (f64::from(q.0) - x0, f64::from(q.1) - y0);
+        let (mut t0, mut t1) = (0.0f64, 1.0f64);
+        for (d, from_edge) in [
+            (-dx, x0 - f64::from(self.x0)),
+            (dx, f64::from(self.x1) - x0),
+            (-dy, y0 - f64::from(self.y0)),
+            (dy, f64::from(self.y1) - y0),
+        ] {
+            if d == 0.0 {
+                if from_edge < 0.0 {
+                    return false;
+                }
+            } else {
+                let t = from_edge / d;
+                if d < 0.0 {
+                    t0 = t0.max(t);
+                } else {
+                    t1 = t1.min(t);
+                }
+            }
+        }
+        t0 <= t1
+    }
+}
+
+/// Radius around a mark that a label keeps clear of (the circles are 7 px).
+const MARK_CLEARANCE: i32 = 10;
+
+/// Where a reference line's label goes: below the line at its left end, else below at its
+/// right end, else above at the left, else above at the right: the first box that hits no
+/// mark, no label placed before and no series line (`lines`: each series' points in
+/// pixels); else the first that hits no mark and no label; else the left-below box.
+/// `left` and `right` are the line's ends in pixels; `size` the text's.
+fn place_label(
+    left: (i32, i32),
+    right: (i32, i32),
+    size: (u32, u32),
+    marks: &[(i32, i32)],
+    taken: &[Rect],
+    lines: &[Vec<(i32, i32)>],
+) -> Rect {
+    let (w, h) = (size.0 as i32, size.1 as i32);
+    let pad = 6;
+    let y = left.1;
+    let candidates = [
+        (left.0 + pad, y + 2),
+        (right.0 - pad - w, y + 2),
+        (left.0 + pad, y - 2 - h),
+        (right.0 - pad - w, y - 2 - h),
+    ];
+    let boxes = candidates.map(|(x0, y0)| Rect {
+        x0,
+        y0,
+        x1: x0 + w,
+        y1: y0 + h,
+    });
+    let clear = |r: &Rect| {
+        marks.iter().all(|&(mx, my)| {
+            !r.hits(&Rect {
+                x0: mx - MARK_CLEARANCE,
+                y0: my - MARK_CLEARANCE,
+                x1: mx + MARK_CLEARANCE,
+                y1: my + MARK_CLEARANCE,
+            })
+        }) && taken.iter().all(|t| !r.hits(t))
+    };
+    let off_lines = |r: &Rect| {
+        lines
+            .iter()
+            .all(|l| l.windows(2).all(|w| !r.crossed_by(w[0], w[1])))
+    };
+    boxes
+        .iter()
+        .copied()
+        .find(|r| clear(r) && off_lines(r))
+        .or_else(|| boxes.iter().copied().find(clear))
+        .unwrap_or(boxes[0])
+}
+
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
     c: &Chart,
@@ -65,6 +161,27 @@ fn draw<DB: DrawingBackend>(
                     .draw()
                     .map_err(|x| e(&x))?;
             }
+            // The marks' pixels, so reference-line labels can be put where no mark is.
+            let marks_px: Vec<(i32, i32)> = c
+                .series
+                .iter()
+                .flat_map(|s| s.marks.iter())
+                .map(|(x, y, _)| chart.backend_coord(&(*x, $clamp(*y))))
+                .collect();
+            let lines_px: Vec<Vec<(i32, i32)>> = c
+                .series
+                .iter()
+                .map(|s| {
+                    s.points
+                        .iter()
+                        .map(|&(x, y)| chart.backend_coord(&(x, $clamp(y))))
+                        .collect()
+                })
+                .collect();
+            let base = chart.plotting_area().get_base_pixel();
+            let mut taken: Vec<Rect> = Vec::new();
+            // Drawn after the series, on top of them.
+            let mut hlabels: Vec<(Rect, String)> = Vec::new();
             for (y, label) in &c.hlines {
                 let grey = RGBColor(90, 90, 90);
                 chart
@@ -74,13 +191,14 @@ fn draw<DB: DrawingBackend>(
                     ))
                     .map_err(|x| e(&x))?;
                 if text {
-                    chart
-                        .draw_series(std::iter::once(Text::new(
-                            label.clone(),
-                            (x_min + (x_max - x_min) * 0.01, $clamp(*y)),
-                            ("sans-serif", 13).into_font().color(&grey),
-                        )))
-                        .map_err(|x| e(&x))?;
+                    let style = ("sans-serif", 13).into_font().color(&grey);
+                    let area = chart.plotting_area().strip_coord_spec();
+                    let size = area.estimate_text_size(label, &style).unwrap_or((100, 13));
+                    let left = chart.backend_coord(&(x_min, $clamp(*y)));
+                    let right = chart.backend_coord(&(x_max, $clamp(*y)));
+                    let at = place_label(left, right, size, &marks_px, &taken, &lines_px);
+                    taken.push(at);
+                    hlabels.push((at, label.clone()));
                 }
             }
             for (i, s) in c.series.iter().enumerate() {
@@ -114,12 +232,39 @@ fn draw<DB: DrawingBackend>(
             }
             if text {
                 let area = chart.plotting_area().strip_coord_spec();
+                for (at, label) in &hlabels {
+                    // A light backing keeps the text legible where a series crosses it.
+                    area.draw(&Rectangle::new(
+                        [
+                            (at.x0 - base.0 - 2, at.y0 - base.1 - 1),
+                            (at.x1 - base.0 + 2, at.y1 - base.1 + 1),
+                        ],
+                        WHITE.mix(0.8).filled(),
+                    ))
+                    .map_err(|x| e(&x))?;
+                    area.draw(&Text::new(
+                        label.clone(),
+                        (at.x0 - base.0, at.y0 - base.1),
+                        ("sans-serif", 13).into_font().color(&RGBColor(90, 90, 90)),
+                    ))
+                    .map_err(|x| e(&x))?;
+                }
                 for (k, (_, _, note, color)) in notes.iter().enumerate() {
                     let at = (10, 8 + 18 * k as i32);
                     area.draw(&Text::new(
                         format!("\u{25cb} {note}"),
                         at,
                         ("sans-serif", 14).into_font().color(color),
+                    ))
+                    .map_err(|x| e(&x))?;
+                }
+                // What the chart leaves out, in grey below the marks' notes.
+                for (k, note) in c.notes.iter().enumerate() {
+                    let at = (10, 8 + 18 * (notes.len() + k) as i32);
+                    area.draw(&Text::new(
+                        note.clone(),
+                        at,
+                        ("sans-serif", 14).into_font().color(&RGBColor(90, 90, 90)),
                     ))
                     .map_err(|x| e(&x))?;
                 }
@@ -151,7 +296,8 @@ fn draw<DB: DrawingBackend>(
             .map_err(|x| e(&x))?;
         body!(chart, |y: f64| y.max(y_min));
     } else {
-        let y_max = (y_top * 1.1).max(1e-3);
+        // Headroom for the notes listed in the upper left (one line of about 7 % each).
+        let y_max = (y_top * (1.1 + 0.07 * c.notes.len() as f64)).max(1e-3);
         // RTTs sit far from zero: the axis spans the samples, so their changes show.
         let y_lo = if c.y_unit == Unit::Ms {
             let lo = pts().map(|p| p.1).fold(f64::INFINITY, f64::min);
@@ -192,4 +338,37 @@ pub fn write_chart_files(svg: &Path, png: &Path, c: &Chart) -> Result<Vec<PathBu
     draw(SVGBackend::new(svg, SIZE).into_drawing_area(), c, text).map_err(fail(svg))?;
     draw(BitMapBackend::new(png, SIZE).into_drawing_area(), c, text).map_err(fail(png))?;
     Ok(vec![svg.to_path_buf(), png.to_path_buf()])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_keep_clear_of_marks_and_each_other() {
+        // A line from x 100 to 900 at y 300, a 120 x 13 label.
+        let (l, r, size) = ((100, 300), (900, 300), (120, 13));
+        let free = place_label(l, r, size, &[], &[], &[]);
+        assert_eq!((free.x0, free.y0, free.x1, free.y1), (106, 302, 226, 315));
+        // A mark on the line near its left end (an exit at the BDP): the label goes right.
+        let right = place_label(l, r, size, &[(150, 300)], &[], &[]);
+        assert_eq!((right.x0, right.y0), (774, 302));
+        // Marks at both ends: above the line cannot help either (the circle spans it).
+        let both = place_label(l, r, size, &[(150, 300), (850, 300)], &[], &[]);
+        assert_eq!((both.x0, both.y0), (106, 302));
+        // A mark just below the line at the left: above it at the left is clear.
+        let above = place_label(l, r, size, &[(150, 312), (850, 305)], &[], &[]);
+        assert_eq!((above.x0, above.y0), (106, 285));
+        // A label already at the left-below place: the next goes right.
+        let next = place_label(l, r, size, &[], &[free], &[]);
+        assert_eq!((next.x0, next.y0), (774, 302));
+        // A series rising through the left-below box (a slow-start ramp): the label goes
+        // right; a line through every box: the first box clear of marks.
+        let ramp = vec![vec![(120, 400), (160, 200)]];
+        let away = place_label(l, r, size, &[], &[], &ramp);
+        assert_eq!((away.x0, away.y0), (774, 302));
+        let flat = vec![vec![(100, 308), (900, 308)], vec![(100, 290), (900, 290)]];
+        let any = place_label(l, r, size, &[(150, 300)], &[], &flat);
+        assert_eq!((any.x0, any.y0), (774, 302));
+    }
 }

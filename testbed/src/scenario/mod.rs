@@ -204,6 +204,24 @@ impl Scenario {
         )
     }
 
+    /// The most payload the flow-control windows let through per round trip, as Mbit/s over
+    /// the path's base RTT: the smallest of the stream, connection and send windows set,
+    /// `None` when none is set (quinn's defaults) or the RTT is zero. A rate above it needs
+    /// more bytes in flight than the windows allow, so a cell whose cap is below the link's
+    /// payload rate is capped by its window, whatever its congestion control does.
+    pub fn window_cap_mbps(&self) -> Option<f64> {
+        let w = [
+            self.windows.stream,
+            self.windows.connection,
+            self.windows.send,
+        ]
+        .into_iter()
+        .flatten()
+        .min()?;
+        let rtt_s = self.path.rtt().0 as f64 / 1e9;
+        (rtt_s > 0.0).then(|| w as f64 * 8.0 / rtt_s / 1e6)
+    }
+
     /// Bandwidth-delay product of the forward link in packets of `mtu` + header bytes.
     pub fn bdp_packets(&self) -> f64 {
         let pkt = (u64::from(self.file.mtu) + self.ip_udp_header_bytes()) as f64;

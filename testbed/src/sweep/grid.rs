@@ -339,8 +339,9 @@ impl Sweep {
     }
 }
 
-/// A `--shard I/N` slice: cells whose index is `I` modulo `N` (round robin, so every shard
-/// gets a mix of the grid rather than one corner of it).
+/// A `--shard I/N` slice of a sweep's cells. Which cells a shard holds is decided by
+/// [`Sweep::shard_cells`] so that every shard is a mix of the grid's corners, never one
+/// value of an axis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shard {
     /// This shard, from 0.
@@ -352,10 +353,127 @@ pub struct Shard {
 impl Shard {
     /// The whole sweep.
     pub const ALL: Shard = Shard { index: 0, count: 1 };
+}
 
-    /// Whether cell `i` belongs to this shard.
-    pub fn has(&self, i: usize) -> bool {
-        i % self.count == self.index
+/// Grids up to this many cells may be dealt by the greedy pick of [`shard_of_cells`] (its
+/// cost grows with the square of the cells).
+const GREEDY_MAX_CELLS: usize = 4096;
+
+/// The coordinates (value index per axis, first axis slowest) of cell `index`.
+fn coords(mut index: usize, dims: &[usize]) -> Vec<usize> {
+    let mut c = vec![0; dims.len()];
+    for (ai, &d) in dims.iter().enumerate().rev() {
+        c[ai] = index % d;
+        index /= d;
+    }
+    c
+}
+
+/// The diagonal stride: cell `c` goes to shard `(c_0 + c_1 + ...) mod N`. Neighbours along
+/// any axis land in different shards, so a shard holds every value of an axis as soon as
+/// it holds as many cells (where a plain index modulo N gives a shard one value of the last
+/// axis whenever N divides its length).
+fn diagonal(dims: &[usize], cells: usize, count: usize) -> Vec<usize> {
+    (0..cells)
+        .map(|i| coords(i, dims).iter().sum::<usize>() % count)
+        .collect()
+}
+
+/// The greedy deal: shards take turns, each taking the remaining cell that brings it the
+/// most axis values it lacks (the lowest index among equals). Sizes differ by at most one.
+fn greedy(dims: &[usize], cells: usize, count: usize) -> Vec<usize> {
+    let all: Vec<Vec<usize>> = (0..cells).map(|i| coords(i, dims)).collect();
+    let mut has =
+        vec![vec![vec![false; dims.iter().copied().max().unwrap_or(0)]; dims.len()]; count];
+    let mut left: Vec<usize> = (0..cells).collect();
+    let mut out = vec![0; cells];
+    let mut shard = 0;
+    while !left.is_empty() {
+        let gain = |i: usize| {
+            all[i]
+                .iter()
+                .enumerate()
+                .filter(|&(a, &v)| !has[shard][a][v])
+                .count()
+        };
+        // Bounded: `left` is not empty.
+        let mut best = 0;
+        for k in 1..left.len() {
+            if gain(left[k]) > gain(left[best]) {
+                best = k;
+            }
+        }
+        let cell = left.remove(best);
+        out[cell] = shard;
+        for (a, &v) in all[cell].iter().enumerate() {
+            has[shard][a][v] = true;
+        }
+        shard = (shard + 1) % count;
+    }
+    out
+}
+
+/// How far an assignment falls short: per shard and axis, the values the shard could hold
+/// (as many as its cells, at most the axis's length) but does not; and the spread of the
+/// shard sizes.
+fn shortfall(dims: &[usize], assign: &[usize], count: usize) -> (usize, usize) {
+    let mut size = vec![0usize; count];
+    let mut seen = vec![vec![std::collections::BTreeSet::new(); dims.len()]; count];
+    for (i, &s) in assign.iter().enumerate() {
+        size[s] += 1;
+        for (a, v) in coords(i, dims).into_iter().enumerate() {
+            seen[s][a].insert(v);
+        }
+    }
+    let missing = (0..count)
+        .map(|s| {
+            dims.iter()
+                .enumerate()
+                .map(|(a, &d)| size[s].min(d) - seen[s][a].len())
+                .sum::<usize>()
+        })
+        .sum();
+    let spread = size.iter().max().unwrap_or(&0) - size.iter().min().unwrap_or(&0);
+    (missing, spread)
+}
+
+/// The shard of every cell of a grid with axes of `dims` values, split `count` ways: the
+/// diagonal stride when it gives shards within one cell of each other in size and every
+/// value of every axis as far as a shard's size allows; else the greedy deal when it does
+/// better (grids up to [`GREEDY_MAX_CELLS`]). Deterministic: every shard of a sweep computes
+/// the same split on its own.
+pub fn shard_of_cells(dims: &[usize], count: usize) -> Vec<usize> {
+    let cells = dims.iter().product::<usize>();
+    let count = count.max(1);
+    let diag = diagonal(dims, cells, count);
+    let (missing, spread) = shortfall(dims, &diag, count);
+    if (missing == 0 && spread <= 1) || cells > GREEDY_MAX_CELLS {
+        return diag;
+    }
+    let greedy = greedy(dims, cells, count);
+    let (g_missing, _) = shortfall(dims, &greedy, count);
+    // The greedy deal is always balanced; the diagonal wins ties.
+    if spread <= 1 && missing <= g_missing {
+        diag
+    } else {
+        greedy
+    }
+}
+
+impl Sweep {
+    /// The lengths of the axes.
+    pub fn dims(&self) -> Vec<usize> {
+        self.axes.iter().map(|a| a.values.len()).collect()
+    }
+
+    /// The indices of the cells `shard` runs, in index order (see [`shard_of_cells`]).
+    pub fn shard_cells(&self, shard: Shard) -> Vec<usize> {
+        shard_of_cells(&self.dims(), shard.count)
+            .into_iter()
+            .enumerate()
+            .filter(|&(_, s)| s == shard.index)
+            .map(|(i, _)| i)
+            .collect()
     }
 }
 
@@ -384,11 +502,80 @@ mod tests {
     fn shards_parse_and_partition() {
         let s: Shard = "1/4".parse().expect("shard");
         assert_eq!(s, Shard { index: 1, count: 4 });
-        assert!(s.has(1) && s.has(5) && !s.has(4));
         assert!("4/4".parse::<Shard>().is_err());
         assert!("0/0".parse::<Shard>().is_err());
         assert!("x".parse::<Shard>().is_err());
-        assert!((0..10).all(|i| Shard::ALL.has(i)));
+        assert_eq!(shard_of_cells(&[4, 2, 2, 2], 1), vec![0; 32]);
+    }
+
+    /// The shards of `dims` split `count` ways, as lists of cell indices.
+    fn split(dims: &[usize], count: usize) -> Vec<Vec<usize>> {
+        let mut out = vec![Vec::new(); count];
+        for (i, s) in shard_of_cells(dims, count).into_iter().enumerate() {
+            out[s].push(i);
+        }
+        out
+    }
+
+    /// Whether every shard holds every value of every axis as far as its size allows.
+    fn mixed(dims: &[usize], count: usize) -> bool {
+        let (missing, spread) = shortfall(dims, &shard_of_cells(dims, count), count);
+        missing == 0 && spread <= 1
+    }
+
+    #[test]
+    fn shards_hold_every_value_of_every_axis() {
+        // The 2011 HyStart sweep: slow start (4) x HZ (2) x RTT (2) x buffer (2), buffer
+        // fastest. Index modulo 2 gave shard 0 every buffer=2500 cell and shard 1 every
+        // buffer=6000 one; the diagonal gives each half of both.
+        let dims = [4, 2, 2, 2];
+        let two = split(&dims, 2);
+        assert_eq!(
+            two[0],
+            [0, 3, 5, 6, 9, 10, 12, 15, 16, 19, 21, 22, 25, 26, 28, 31]
+        );
+        assert_eq!(
+            two[1],
+            [1, 2, 4, 7, 8, 11, 13, 14, 17, 18, 20, 23, 24, 27, 29, 30]
+        );
+        let four = split(&dims, 4);
+        assert_eq!(
+            four,
+            [
+                [0, 15, 19, 21, 22, 25, 26, 28],
+                [1, 2, 4, 8, 23, 27, 29, 30],
+                [3, 5, 6, 9, 10, 12, 16, 31],
+                [7, 11, 13, 14, 17, 18, 20, 24],
+            ]
+        );
+        for shards in [&two, &four] {
+            for cells in shards.iter() {
+                for (a, &d) in dims.iter().enumerate() {
+                    let values: std::collections::BTreeSet<usize> =
+                        cells.iter().map(|&i| coords(i, &dims)[a]).collect();
+                    assert_eq!(values.len(), d, "axis {a} in {cells:?}");
+                }
+            }
+        }
+        assert!(four.iter().all(|c| c.len() == 8), "{four:?}");
+        // Other shapes, up to one cell per shard.
+        for dims in [
+            &[3, 3][..],
+            &[2, 3, 4],
+            &[2, 2, 2],
+            &[5, 2],
+            &[6],
+            &[3, 2, 2],
+        ] {
+            let n: usize = dims.iter().product();
+            for count in [2, 3, 4] {
+                assert!(mixed(dims, count), "{dims:?} / {count}");
+                let shards = split(dims, count);
+                let mut all: Vec<usize> = shards.concat();
+                all.sort_unstable();
+                assert_eq!(all, (0..n).collect::<Vec<_>>(), "every cell once");
+            }
+        }
     }
 
     #[test]

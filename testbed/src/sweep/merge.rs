@@ -104,10 +104,33 @@ pub fn merge_dirs(dirs: &[PathBuf]) -> Result<Merged> {
     })
 }
 
+/// Which way a metric is better: the heatmaps' colour map and legend say it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Better {
+    /// Higher values are better.
+    Higher,
+    /// Lower values are better.
+    Lower,
+    /// Values closer to this one are better (exit cwnd at the BDP: below it the link is
+    /// left idle, above it the queue overflows).
+    Near(f64),
+}
+
+impl Better {
+    /// The legend's words.
+    pub fn text(self) -> String {
+        match self {
+            Better::Higher => "higher is better".into(),
+            Better::Lower => "lower is better".into(),
+            Better::Near(v) => format!("closer to {v} is better"),
+        }
+    }
+}
+
 /// A metric of the table and the heatmaps.
 #[derive(Debug, Clone, Copy)]
 pub struct Metric {
-    /// Column header.
+    /// Column header: the quantity with its unit and, for rates and times, its bin.
     pub name: &'static str,
     /// File-name stem of its heatmap.
     pub stem: &'static str,
@@ -115,40 +138,53 @@ pub struct Metric {
     pub get: fn(&SweepRow) -> Option<f64>,
     /// Decimals shown.
     pub decimals: usize,
+    /// Which way is better (the heatmaps' colours), `None` when neither is.
+    pub better: Option<Better>,
 }
 
+/// The 100 ms time to 90 % (the run's fine intervals): the one the progress lines, the
+/// table and the heatmap show first, so all three agree.
+const T90_100MS: Metric = Metric {
+    name: "t90% s (100 ms bins)",
+    stem: "time-to-90pct",
+    get: |r| r.record.as_ref().and_then(|x| x.time_to_90pct_100ms_s),
+    decimals: 1,
+    better: Some(Better::Lower),
+};
+
 /// The four metrics the heatmaps show, then the rest of the table's columns.
-pub const METRICS: [Metric; 6] = [
+pub const METRICS: [Metric; 8] = [
+    T90_100MS,
     Metric {
-        name: "t90% s",
-        stem: "time-to-90pct",
-        get: |r| {
-            r.record
-                .as_ref()
-                .and_then(|x| x.time_to_90pct_100ms_s.or(x.time_to_90pct_s))
-        },
-        decimals: 1,
-    },
-    Metric {
-        name: "exit cwnd/BDP",
+        name: "exit cwnd/BDP (x)",
         stem: "exit-cwnd-over-bdp",
         get: |r| r.exit_cwnd_over_bdp,
         decimals: 2,
+        better: Some(Better::Near(1.0)),
     },
     Metric {
-        name: "loss in SS",
+        name: "loss in SS (pkts)",
         stem: "losses-in-slow-start",
         get: |r| r.losses_in_slow_start.map(|v| v as f64),
         decimals: 0,
+        better: Some(Better::Lower),
     },
     Metric {
-        name: "avg Mbit/s",
+        name: "avg Mbit/s (whole run)",
         stem: "average-rate",
         get: |r| r.record.as_ref().map(|x| x.avg_mbps),
         decimals: 0,
+        better: Some(Better::Higher),
     },
     Metric {
-        name: "exit cwnd",
+        name: "t90% s (1 s bins)",
+        stem: "time-to-90pct-1s",
+        get: |r| r.record.as_ref().and_then(|x| x.time_to_90pct_s),
+        decimals: 1,
+        better: Some(Better::Lower),
+    },
+    Metric {
+        name: "exit cwnd (segments)",
         stem: "exit-cwnd",
         get: |r| {
             r.record
@@ -156,17 +192,60 @@ pub const METRICS: [Metric; 6] = [
                 .and_then(|x| x.exit_cwnd_segments.map(f64::from))
         },
         decimals: 0,
+        better: None,
     },
     Metric {
-        name: "loss total",
+        name: "loss total (pkts)",
         stem: "losses",
         get: |r| r.record.as_ref().map(|x| x.lost_packets as f64),
         decimals: 0,
+        better: Some(Better::Lower),
+    },
+    Metric {
+        name: "window cap Mbit/s",
+        stem: "window-cap",
+        get: |r| r.window_cap_mbps,
+        decimals: 0,
+        better: Some(Better::Higher),
     },
 ];
 
+/// What the table's columns mean (under the table, in the text and on the page).
+pub const TABLE_LEGEND: &str =
+    "t90% = end of the first interval at >= 90% of the link's payload rate, \
+on the run's 100 ms intervals and on its 1 s intervals (the progress lines show the 100 ms \
+one); exit cwnd/BDP = slow-start exit window over the bandwidth-delay product; loss in SS = \
+packets lost up to the end of the 100 ms interval holding the exit; avg Mbit/s = payload \
+over the whole run; window cap = the rate the flow-control windows allow over the base \
+RTT, shown where it is below the link's payload rate (the cell is capped by its window, \
+whatever its slow start does).";
+
+/// What the heatmaps share (on the page above them).
+pub const HEATMAP_LEGEND: &str = "Each square is a cell's mean over its runs; colours go \
+from orange (the worst value of the map) to blue (the best), the legend under each title \
+says which way is better; a dashed outline marks a cell capped by its window.";
+
 /// How many metrics get a heatmap.
 pub const HEATMAP_METRICS: usize = 4;
+
+/// A run's figures for its progress line, named as the table's columns name them.
+pub fn progress_figures(r: &SweepRow) -> String {
+    let avg = &METRICS[3];
+    let exit = &METRICS[5];
+    let mut s = format!(
+        "{} {}, {} {}, {} {}",
+        avg.name,
+        fmt_value((avg.get)(r), avg.decimals),
+        T90_100MS.name,
+        fmt_value((T90_100MS.get)(r), T90_100MS.decimals),
+        exit.name,
+        fmt_value((exit.get)(r), exit.decimals),
+    );
+    if let Some(cap) = r.window_cap_mbps {
+        s.push_str(&format!(", capped by its window at {cap:.0} Mbit/s"));
+    }
+    s
+}
 
 fn fmt_value(v: Option<f64>, decimals: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:.decimals$}"))
@@ -232,6 +311,8 @@ pub fn table_text(m: &Merged) -> String {
             s.push('\n');
         }
     }
+    s.push_str(TABLE_LEGEND);
+    s.push('\n');
     s
 }
 
@@ -264,6 +345,10 @@ pub struct Heatmap {
     pub values: Vec<Vec<Option<f64>>>,
     /// Decimals shown.
     pub decimals: usize,
+    /// Which way is better (colours and legend).
+    pub better: Option<Better>,
+    /// Per square, row-major: the window cap (Mbit/s) when the cell is capped by its window.
+    pub capped: Vec<Vec<Option<f64>>>,
 }
 
 /// The heatmap of `metric` over the merged rows.
@@ -271,6 +356,7 @@ pub fn heatmap(m: &Merged, metric: &Metric) -> Heatmap {
     let mut rows: Vec<String> = Vec::new();
     let mut cols: Vec<String> = Vec::new();
     let mut sums: BTreeMap<(usize, usize), (f64, u32)> = BTreeMap::new();
+    let mut caps: BTreeMap<(usize, usize), f64> = BTreeMap::new();
     for r in &m.rows {
         let (last, rest) = match r.key.split_last() {
             Some((l, rest)) => (l.value.clone(), rest),
@@ -295,6 +381,9 @@ pub fn heatmap(m: &Merged, metric: &Metric) -> Heatmap {
             cols.push(last);
             cols.len() - 1
         });
+        if let Some(cap) = r.window_cap_mbps {
+            caps.insert((ri, ci), cap);
+        }
         let e = sums.entry((ri, ci)).or_insert((0.0, 0));
         if let Some(v) = (metric.get)(r) {
             e.0 += v;
@@ -312,6 +401,13 @@ pub fn heatmap(m: &Merged, metric: &Metric) -> Heatmap {
                 .collect()
         })
         .collect();
+    let capped = (0..rows.len())
+        .map(|ri| {
+            (0..cols.len())
+                .map(|ci| caps.get(&(ri, ci)).copied())
+                .collect()
+        })
+        .collect();
     let last_axis = m.axes.last().cloned().unwrap_or_default();
     Heatmap {
         title: format!("{} (columns: {last_axis})", metric.name),
@@ -319,5 +415,7 @@ pub fn heatmap(m: &Merged, metric: &Metric) -> Heatmap {
         cols,
         values,
         decimals: metric.decimals,
+        better: metric.better,
+        capped,
     }
 }

@@ -24,13 +24,25 @@ fn write(path: &Path, text: &str) -> Result<PathBuf> {
 
 /// `hare-lab sweep merge DIR... -o OUT`: merges the shards, prints the table and writes
 /// `table.txt`, `table.csv`, one heatmap SVG per metric and `index.html` into `out_dir`.
+/// An incomplete set (cells with no row) is refused, naming the cells, unless
+/// `allow_missing`: a partial table must not pass for the sweep's answer.
 /// Returns the merge and the files written.
 pub fn merge_command(
     dirs: &[PathBuf],
     out_dir: &Path,
+    allow_missing: bool,
     out: &mut dyn Write,
 ) -> Result<(Merged, Vec<PathBuf>)> {
     let m = merge_dirs(dirs)?;
+    if !m.missing.is_empty() && !allow_missing {
+        anyhow::bail!(
+            "sweep {}: {} of {} cell(s) missing: {:?}; merge every shard's directory (or pass --allow-missing for a partial table)",
+            m.sweep,
+            m.missing.len(),
+            m.cells,
+            m.missing
+        );
+    }
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let text = merge::table_text(&m);
     write!(out, "{text}")?;
@@ -53,6 +65,7 @@ pub fn merge_command(
         }
     ));
     page.heading("Heatmaps");
+    page.para(merge::HEATMAP_LEGEND);
     for metric in &merge::METRICS[..merge::HEATMAP_METRICS] {
         let svg = heatmap_svg(&merge::heatmap(&m, metric));
         files.push(write(
@@ -64,6 +77,7 @@ pub fn merge_command(
     page.heading("Table");
     let left: Vec<usize> = (1..=m.axes.len() + 1).collect();
     page.table(&merge::table_cells(&m), &left);
+    page.para(merge::TABLE_LEGEND);
     files.push(write(&out_dir.join("index.html"), &page.finish())?);
     writeln!(out, "wrote {} files to {}", files.len(), out_dir.display())?;
     Ok((m, files))

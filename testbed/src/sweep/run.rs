@@ -28,6 +28,11 @@ pub struct SweepRow {
     pub run: String,
     /// Bandwidth-delay product of the cell's path in full-sized packets.
     pub bdp_packets: f64,
+    /// The rate the cell's flow-control windows allow over its base RTT, Mbit/s of payload,
+    /// when it is below the link's payload rate: the cell is capped by its window (absent
+    /// in rows written before this field existed).
+    #[serde(default)]
+    pub window_cap_mbps: Option<f64>,
     /// Slow-start exit cwnd divided by the BDP.
     pub exit_cwnd_over_bdp: Option<f64>,
     /// Packets lost up to the end of the 100 ms interval holding the slow-start exit (all
@@ -78,6 +83,12 @@ fn losses_in_slow_start(res: &JobResult, exit_t: Option<f64>) -> Option<u64> {
     )
 }
 
+/// The window cap of a scenario when it binds (below the link's payload rate).
+fn binding_window_cap(s: &crate::scenario::Scenario) -> Option<f64> {
+    s.window_cap_mbps()
+        .filter(|&cap| cap < s.payload_capacity_mbps())
+}
+
 fn row_of(sweep: &Sweep, cell: usize, res: &JobResult, threads: &ThreadData) -> SweepRow {
     let rec = record_of(res, threads);
     let bdp = res.job.scenario.bdp_packets();
@@ -89,6 +100,7 @@ fn row_of(sweep: &Sweep, cell: usize, res: &JobResult, threads: &ThreadData) -> 
         key: sweep.cells[cell].key.clone(),
         run: res.job.id.clone(),
         bdp_packets: bdp,
+        window_cap_mbps: binding_window_cap(&res.job.scenario),
         exit_cwnd_over_bdp: rec
             .exit_cwnd_segments
             .filter(|_| bdp > 0.0)
@@ -112,7 +124,11 @@ pub fn run_sweep(opts: &SweepOptions, out: &mut dyn Write) -> Result<(Vec<SweepR
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut jobs = Vec::new();
     let mut job_cell = Vec::new();
-    for cell in sweep.cells.iter().filter(|c| opts.shard.has(c.index)) {
+    for cell in sweep
+        .shard_cells(opts.shard)
+        .into_iter()
+        .filter_map(|i| sweep.cells.get(i))
+    {
         for job in Job::all_of(&cell.scenario, false) {
             job_cell.push(cell.index);
             jobs.push(job);
@@ -150,6 +166,7 @@ pub fn run_sweep(opts: &SweepOptions, out: &mut dyn Write) -> Result<(Vec<SweepR
                 key: sweep.cells[cell].key.clone(),
                 run: ids[k].clone(),
                 bdp_packets: sweep.cells[cell].scenario.bdp_packets(),
+                window_cap_mbps: binding_window_cap(&sweep.cells[cell].scenario),
                 exit_cwnd_over_bdp: None,
                 losses_in_slow_start: None,
                 record: None,
@@ -163,15 +180,12 @@ pub fn run_sweep(opts: &SweepOptions, out: &mut dyn Write) -> Result<(Vec<SweepR
             .map(|p| format!("{}={}", p.axis, p.value))
             .collect();
         match (&row.record, &row.error) {
-            (Some(rec), _) => writeln!(
+            (Some(_), _) => writeln!(
                 out,
-                "cell {:>4} {}: {:.0} Mbit/s, t90% {}, exit cwnd {}",
+                "cell {:>4} {}: {}",
                 row.cell,
                 key.join(" "),
-                rec.avg_mbps,
-                rec.time_to_90pct_s
-                    .map_or("-".into(), |t| format!("{t:.1} s")),
-                rec.exit_cwnd_segments.map_or("-".into(), |c| c.to_string())
+                super::merge::progress_figures(&row)
             )?,
             (None, e) => writeln!(
                 out,

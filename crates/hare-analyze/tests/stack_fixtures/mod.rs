@@ -70,13 +70,13 @@ pub fn side(dir: &Path, truth: &Value, key: &str) -> (Trace, Metrics) {
     assert_eq!(t.payload_source, source, "{label} {key}");
     let m = compute(&t, &Params::default());
     within(
-        m.bytes as f64,
+        m.bytes.expect("payload logged") as f64,
         payload,
         0.01,
         &format!("{label} {key} payload"),
     );
     within(
-        m.goodput_mbps,
+        m.goodput_mbps.expect("payload logged"),
         goodput,
         0.01,
         &format!("{label} {key} goodput"),

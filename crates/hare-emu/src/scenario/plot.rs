@@ -88,6 +88,7 @@ pub fn cwnd_plots(s: &KvhScenario, runs: &[PlottedRun<'_>], out: &Path) -> Resul
             y_unit: Unit::Mbps,
             series,
             hlines: vec![(bdp, format!("BDP {bdp:.0}"))],
+            notes: Vec::new(),
         };
         files.extend(write_chart_files(
             &out.join(format!("cwnd-{}.svg", p.name)),
