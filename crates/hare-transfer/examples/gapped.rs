@@ -210,6 +210,7 @@ async fn attacker(relay: SocketAddr, fp: Fingerprint, stop: Arc<AtomicBool>) {
             force: true,
             dirs: Vec::new(),
             links: Vec::new(),
+            skip: None,
         },
         window: 1 << 20,
         controller: "gapped".into(),

@@ -87,7 +87,30 @@ pub enum Job {
         /// not list [`feature::LINKS`] in its welcome ignores them.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         links: Vec<LinkEntry>,
+        /// Which files that exist on the receiver need not be sent (rsync's quick check and
+        /// its options); every other existing file is replaced, as rsync and scp do. Absent
+        /// (older senders, and `--force`): existing files are refused unless `force`. A
+        /// receiver that does not list [`feature::SKIP`] ignores it (and refuses them).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        skip: Option<SkipRule>,
     },
+}
+
+/// How a receiver decides that a file it already has need not be sent again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SkipRule {
+    /// Same size and modification time (to the nanosecond) as the sender's: rsync's quick
+    /// check, its default. A file sent without a time (`--no-times`) never matches.
+    Quick,
+    /// Same size and BLAKE3 digest (`--checksum`, as rsync's `-c`): the sender hashes every
+    /// file before the hello, the receiver every existing file of the same size.
+    Checksum,
+    /// Any file that exists (`--ignore-existing`, as rsync's option of that name).
+    IgnoreExisting,
+    /// A file whose copy on the receiver is newer, or passes the quick check (`--update`, as
+    /// rsync's `-u`).
+    Update,
 }
 
 /// One file of a manifest.
@@ -109,6 +132,9 @@ pub struct FileEntry {
     /// `--no-times`: the file gets the time it is written).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtime_ns: Option<i64>,
+    /// Hex BLAKE3 of the whole file, sent with `--checksum` ([`SkipRule::Checksum`]) only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blake3: Option<String>,
 }
 
 impl FileEntry {
@@ -120,6 +146,7 @@ impl FileEntry {
             mode: None,
             apply_umask: false,
             mtime_ns: None,
+            blake3: None,
         }
     }
 }
@@ -227,6 +254,10 @@ pub struct FilePlan {
     pub have: u64,
     /// Hex BLAKE3 of the first `have` bytes the receiver holds (when `have > 0`).
     pub have_blake3: Option<String>,
+    /// The receiver has the file already (the job's [`SkipRule`]) and takes no data channel
+    /// for it: why, e.g. `up to date`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip: Option<String>,
 }
 
 /// Messages from the receiver to the sender on the control channel.
@@ -527,6 +558,8 @@ pub mod feature {
     pub const RETRY: &str = "retry";
     /// The sender's `bulk-end` at the end of a bulk job.
     pub const BULK_END: &str = "bulk-end";
+    /// File jobs' `skip` rule (files the receiver has are not sent; others replaced).
+    pub const SKIP: &str = "skip";
 }
 
 /// For `skip_serializing_if`: a false flag is left out of the message.
@@ -769,6 +802,7 @@ mod tests {
             force: false,
             dirs: Vec::new(),
             links: Vec::new(),
+            skip: None,
         };
         assert_eq!(
             serde_json::to_string(&j).ok().as_deref(),

@@ -142,6 +142,7 @@ pub fn send_options(addr: SocketAddr, trust: Option<Trust>, job: SendJob) -> Sen
         token: None,
         keep: crate::sendfiles::Keep::default(),
         job,
+        skip: None,
         link: Link {
             window: DEFAULT_WINDOW,
             streams: 1,

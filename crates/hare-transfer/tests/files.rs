@@ -387,6 +387,7 @@ fn hello_with(files: Vec<FileEntry>) -> ToReceiver {
             force: true,
             dirs: Vec::new(),
             links: Vec::new(),
+            skip: None,
         },
         window: 1 << 20,
         controller: "test".into(),

@@ -7,7 +7,7 @@ use crate::identity::Fingerprint;
 use crate::protocol::{
     FilePlan, Job, LinkResult, ToReceiver, MAX_STREAMS, PROTOCOL_VERSION, REVERSE_VERSION,
 };
-use crate::recvfile::{plan_file, FinalNames, Planned, Root, Target};
+use crate::recvfile::{plan_file, Decision, Existing, FinalNames, Planned, Root, Target};
 use crate::senders::Authorisation;
 
 use super::RecvOptions;
@@ -24,8 +24,8 @@ pub(super) enum Accepted {
         count: usize,
         /// The job's links, made at acceptance: one verdict each.
         links: Vec<LinkResult>,
-        /// Files may replace existing ones (`--force`; a file sent again is planned anew).
-        force: bool,
+        /// What the job does with files that exist (a file sent again is planned anew).
+        existing: Existing,
         /// Where and for whom the files are written.
         target: Target,
     },
@@ -123,7 +123,11 @@ pub(super) fn plan_job(
             force,
             dirs,
             links,
+            skip,
         } => {
+            let existing = Existing::of_job(*skip, *force);
+            // Links are replaced wherever files may be.
+            let force = &(existing != Existing::Refuse);
             let Some(dir) = &opts.dir else {
                 return Err("this receiver takes no files (start it with --dir DIR)".into());
             };
@@ -163,11 +167,17 @@ pub(super) fn plan_job(
                     problems.push(format!("{}: named twice", f.name));
                     continue;
                 }
-                match plan_file(&target, f, *resume, *force, names) {
-                    Ok(p) => {
+                match plan_file(&target, f, *resume, existing, names) {
+                    Ok(Decision::Send(p)) => {
                         plans.push(p.plan(i as u32));
-                        planned.insert(i as u32, p);
+                        planned.insert(i as u32, *p);
                     }
+                    Ok(Decision::Skip(why)) => plans.push(FilePlan {
+                        index: i as u32,
+                        have: 0,
+                        have_blake3: None,
+                        skip: Some(why),
+                    }),
                     Err(r) => problems.push(format!("{}: {r}", f.name)),
                 }
             }
@@ -201,10 +211,10 @@ pub(super) fn plan_job(
             let links = make_links(root, links, *force, l.safe_links);
             Ok((
                 Accepted::Files {
-                    count: files.len(),
+                    count: planned.len(),
                     planned,
                     links,
-                    force: *force,
+                    existing,
                     target,
                 },
                 plans,

@@ -274,6 +274,7 @@ async fn welcome(
             feature::LINKS.to_owned(),
             feature::RETRY.to_owned(),
             feature::BULK_END.to_owned(),
+            feature::SKIP.to_owned(),
         ],
         links,
     })

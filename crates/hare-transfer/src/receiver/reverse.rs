@@ -187,6 +187,7 @@ mod tests {
             force: false,
             dirs: Vec::new(),
             links: Vec::new(),
+            skip: None,
         };
         assert_eq!(check(&bulk), Ok(()));
         assert!(check(&files).is_err_and(|r| r.contains("bulk data only")));

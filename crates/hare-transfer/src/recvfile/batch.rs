@@ -116,7 +116,7 @@ pub(crate) fn syncfs(f: &File) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{plan_file, tests::target, FileSink, FinalNames};
+    use super::super::{plan_file, tests::target, Decision, Existing, FileSink, FinalNames};
     use super::*;
     use crate::protocol::FileEntry;
 
@@ -127,8 +127,11 @@ mod tests {
         let t = target(d.path());
         let mut batch = Batch::open(&t.root).expect("batch");
         for (i, n) in ["a", "sub/b"].into_iter().enumerate() {
-            let p = plan_file(&t, &FileEntry::new(n, 3), false, false, &names).expect("p");
-            let mut s = FileSink::open(&t, p, 0).expect("open");
+            let e = FileEntry::new(n, 3);
+            let Ok(Decision::Send(p)) = plan_file(&t, &e, false, Existing::Refuse, &names) else {
+                panic!("{n} not planned");
+            };
+            let mut s = FileSink::open(&t, *p, 0).expect("open");
             s.write(0, b"xyz").expect("write");
             let v = s
                 .verify(blake3::hash(b"xyz").to_hex().as_str())

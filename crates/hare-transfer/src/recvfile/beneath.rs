@@ -80,6 +80,8 @@ pub(crate) struct Entry {
     pub(crate) ino: u64,
     pub(crate) size: u64,
     pub(crate) ctime: (i64, i64),
+    /// Modification time, nanoseconds since the epoch.
+    pub(crate) mtime_ns: i64,
     pub(crate) nlink: u64,
 }
 
@@ -376,6 +378,10 @@ fn entry_of(st: &libc::stat) -> Entry {
         ino: st.st_ino,
         size: st.st_size as u64,
         ctime: (st.st_ctime, st.st_ctime_nsec),
+        mtime_ns: st
+            .st_mtime
+            .saturating_mul(1_000_000_000)
+            .saturating_add(st.st_mtime_nsec),
         nlink: st.st_nlink,
     }
 }

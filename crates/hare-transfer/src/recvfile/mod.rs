@@ -13,7 +13,7 @@ use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
 use crate::error::{Result, TransferError};
-use crate::protocol::{FailCode, FileEntry, FilePlan};
+use crate::protocol::{FailCode, FileEntry, FilePlan, SkipRule};
 
 mod batch;
 mod beneath;
@@ -23,6 +23,7 @@ mod links;
 mod meta;
 mod owner;
 mod part;
+mod skip;
 
 pub(crate) use batch::syncfs;
 pub use batch::{Batch, Published, BATCH_DELAY, BATCH_FILES};
@@ -78,6 +79,37 @@ pub struct Target {
     pub budget: Arc<ReorderBudget>,
 }
 
+/// What a job does with a file that exists under its final name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Existing {
+    /// Refuse the job (older senders without `--force`).
+    Refuse,
+    /// Replace it (`--force`).
+    Replace,
+    /// Skip it when the rule says the receiver has it, else replace it.
+    Skip(SkipRule),
+}
+
+impl Existing {
+    /// The rule of a job: its `skip`, else `force`, else refusal.
+    pub fn of_job(skip: Option<SkipRule>, force: bool) -> Self {
+        match (skip, force) {
+            (Some(r), _) => Self::Skip(r),
+            (None, true) => Self::Replace,
+            (None, false) => Self::Refuse,
+        }
+    }
+}
+
+/// What planning decided for one file.
+#[derive(Debug)]
+pub enum Decision {
+    /// Receive it (boxed: a plan holds a hash state of 2 KiB).
+    Send(Box<Planned>),
+    /// The receiver has it already: why (for the sender's report).
+    Skip(String),
+}
+
 /// A file accepted into a job, before its data channel arrives.
 #[derive(Debug)]
 pub struct Planned {
@@ -103,6 +135,7 @@ impl Planned {
                 .as_ref()
                 .filter(|_| self.have > 0)
                 .map(|h| h.finalize().to_hex().to_string()),
+            skip: None,
         }
     }
 
@@ -113,16 +146,17 @@ impl Planned {
 }
 
 /// Check one manifest entry against the receive directory and prepare it, claiming its final
-/// name in `names`. Every directory on its way must be a real one (a link is refused, whether
-/// or not anything exists behind it); with `resume`, only the part file of this job's own
-/// sender is looked at. `Err` holds the reason to refuse.
+/// name in `names`, or decide that the receiver has it already (`existing`). Every directory
+/// on its way must be a real one (a link is refused, whether or not anything exists behind
+/// it); with `resume`, only the part file of this job's own sender is looked at. `Err` holds
+/// the reason to refuse.
 pub fn plan_file(
     target: &Target,
     entry: &FileEntry,
     resume: bool,
-    force: bool,
+    existing: Existing,
     names: &FinalNames,
-) -> Result<Planned, String> {
+) -> Result<Decision, String> {
     let parent = match target.root.parent(&entry.name) {
         Ok(p) => Some(p),
         Err(beneath::Walk::Missing) => None,
@@ -131,19 +165,25 @@ pub fn plan_file(
     if let Some(p) = &parent {
         match p.stat(&p.leaf) {
             Ok(Some(m)) if m.is_dir() => return Err("exists as a directory".into()),
-            Ok(Some(_)) if !force => {
-                return Err("exists (the sender may overwrite it with --force)".into())
-            }
-            Ok(_) => {}
+            Ok(Some(m)) => match existing {
+                Existing::Refuse => {
+                    return Err("exists (the sender may overwrite it with --force)".into())
+                }
+                Existing::Replace => {}
+                Existing::Skip(rule) => {
+                    if let Some(why) = skip::reason(rule, entry, &m, p)? {
+                        return Ok(Decision::Skip(why));
+                    }
+                }
+            },
+            Ok(None) => {}
             Err(e) => return Err(format!("cannot check: {}", os_reason(&e))),
         }
     }
     let claim = names
         .claim(&target.root.path().join(&entry.name))
-        .ok_or("being received from another sender right now; try again later")?;
-    let mut have = 0;
-    let mut prefix = None;
-    let mut part = None;
+        .ok_or_else(name_in_use)?;
+    let (mut have, mut prefix, mut part) = (0, None, None);
     if resume && parent.is_some() {
         let found = PartFile::resume(&target.root, &entry.name, target.owner)
             .map_err(|e| format!("cannot take over the partial file: {}", e.reason()))?;
@@ -158,14 +198,27 @@ pub fn plan_file(
             part = Some(found.part);
         }
     }
-    Ok(Planned {
+    Ok(Decision::Send(Box::new(Planned {
         entry: entry.clone(),
         have,
         prefix,
         part,
-        force,
+        force: existing != Existing::Refuse,
         _claim: claim,
-    })
+    })))
+}
+
+/// Why a name another job holds is refused, and when it is free at the latest if that job's
+/// sender is gone (killed, cut off): a QUIC connection ends when nothing was heard for its
+/// idle timeout, a kernel TCP job when no data came for the stall timeout.
+fn name_in_use() -> String {
+    format!(
+        "being received from another sender right now; if that sender is gone, its job ends \
+         within {} s of its last packet ({} s without data over kernel TCP) and the name is \
+         free again; try again later",
+        crate::quic_config::IDLE_TIMEOUT.as_secs(),
+        crate::receiver::STALL_TIMEOUT.as_secs()
+    )
 }
 
 /// A file error from an I/O error, for `name`.
@@ -585,6 +638,31 @@ mod tests {
         }
     }
 
+    fn plan_file(
+        t: &Target,
+        e: &FileEntry,
+        resume: bool,
+        existing: Existing,
+        names: &FinalNames,
+    ) -> Result<Planned, String> {
+        match super::plan_file(t, e, resume, existing, names)? {
+            Decision::Send(p) => Ok(*p),
+            Decision::Skip(why) => Err(why),
+        }
+    }
+
+    /// A plan for `e` under `dir`, from 0, refusing an existing file.
+    fn fresh_plan(dir: &std::path::Path, e: &FileEntry) -> Planned {
+        plan_file(
+            &target(dir),
+            e,
+            false,
+            Existing::Refuse,
+            &FinalNames::default(),
+        )
+        .expect("plan")
+    }
+
     fn part_of(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
         dir.join(crate::names::part_name(name, OWNER.tag()))
     }
@@ -602,8 +680,7 @@ mod tests {
         let d = tempfile::tempdir().expect("tempdir");
         let bytes = data(3 * READ_BACK + 123);
         let e = entry("sub/f.bin", bytes.len() as u64);
-        let p =
-            plan_file(&target(d.path()), &e, false, false, &FinalNames::default()).expect("plan");
+        let p = fresh_plan(d.path(), &e);
         let mut s = FileSink::open(&target(d.path()), p, 0).expect("open");
         // Chunks out of order, with an overlap.
         let cuts = [0, 1000, 5000, READ_BACK + 7, 2 * READ_BACK, bytes.len()];
@@ -632,8 +709,7 @@ mod tests {
     fn wrong_digest_leaves_no_final_file() {
         let d = tempfile::tempdir().expect("tempdir");
         let e = entry("f", 10);
-        let p =
-            plan_file(&target(d.path()), &e, false, false, &FinalNames::default()).expect("plan");
+        let p = fresh_plan(d.path(), &e);
         let mut s = FileSink::open(&target(d.path()), p, 0).expect("open");
         s.write(0, &[1; 10]).expect("write");
         let bad = blake3::hash(&[2; 10]).to_hex().to_string();
@@ -649,7 +725,7 @@ mod tests {
             &target(d.path()),
             &entry("f", 4),
             false,
-            false,
+            Existing::Refuse,
             &FinalNames::default(),
         )
         .expect("plan");
@@ -662,10 +738,11 @@ mod tests {
     fn existing_file_needs_force() {
         let d = tempfile::tempdir().expect("tempdir");
         std::fs::write(d.path().join("f"), b"old").expect("write");
-        let names = FinalNames::default();
-        assert!(plan_file(&target(d.path()), &entry("f", 3), false, false, &names).is_err());
-        assert!(plan_file(&target(d.path()), &entry("f", 3), false, true, &names).is_ok());
-        assert!(plan_file(&target(d.path()), &entry("../f", 3), false, true, &names).is_err());
+        let (t, names) = (target(d.path()), FinalNames::default());
+        let plan = |name, existing| plan_file(&t, &entry(name, 3), false, existing, &names);
+        assert!(plan("f", Existing::Refuse).is_err());
+        assert!(plan("f", Existing::Replace).is_ok());
+        assert!(plan("../f", Existing::Replace).is_err());
     }
 
     #[test]
@@ -673,14 +750,19 @@ mod tests {
         let d = tempfile::tempdir().expect("tempdir");
         let bytes = data(10_000);
         let e = entry("f", bytes.len() as u64);
-        let p =
-            plan_file(&target(d.path()), &e, false, false, &FinalNames::default()).expect("plan");
+        let p = fresh_plan(d.path(), &e);
         let mut s = FileSink::open(&target(d.path()), p, 0).expect("open");
         s.write(0, &bytes[..4000]).expect("write");
         s.write(6000, &bytes[6000..7000]).expect("early chunk");
         s.keep_partial(); // interrupted: cut to the in-order 4000 bytes
-        let p = plan_file(&target(d.path()), &e, true, false, &FinalNames::default())
-            .expect("plan resume");
+        let p = plan_file(
+            &target(d.path()),
+            &e,
+            true,
+            Existing::Refuse,
+            &FinalNames::default(),
+        )
+        .expect("plan resume");
         let plan = p.plan(0);
         assert_eq!(plan.have, 4000);
         assert_eq!(
@@ -699,12 +781,12 @@ mod tests {
     #[test]
     fn a_claimed_name_is_refused_to_a_second_job() {
         let d = tempfile::tempdir().expect("tempdir");
-        let names = FinalNames::default();
-        let a = plan_file(&target(d.path()), &entry("f", 3), false, true, &names).expect("a");
-        let b = plan_file(&target(d.path()), &entry("f", 3), false, true, &names);
-        assert!(b.is_err_and(|r| r.contains("another sender")));
+        let (t, names) = (target(d.path()), FinalNames::default());
+        let plan = || plan_file(&t, &entry("f", 3), false, Existing::Replace, &names);
+        let a = plan().expect("a");
+        assert!(plan().is_err_and(|r| r.contains("another sender")));
         drop(a);
-        assert!(plan_file(&target(d.path()), &entry("f", 3), false, true, &names).is_ok());
+        assert!(plan().is_ok());
     }
 
     #[test]
@@ -713,8 +795,7 @@ mod tests {
         let n = 20_000u64;
         let bytes = data(2 * n as usize);
         let e = entry("g", 2 * n);
-        let p =
-            plan_file(&target(d.path()), &e, false, false, &FinalNames::default()).expect("plan");
+        let p = fresh_plan(d.path(), &e);
         let mut s = FileSink::open(&target(d.path()), p, 0).expect("open");
         for i in 0..n {
             let at = (2 * i + 1) as usize;
@@ -734,8 +815,7 @@ mod tests {
     fn too_many_gaps_fail_the_file() {
         let d = tempfile::tempdir().expect("tempdir");
         let e = entry("g", 1000);
-        let p =
-            plan_file(&target(d.path()), &e, false, false, &FinalNames::default()).expect("plan");
+        let p = fresh_plan(d.path(), &e);
         let limits = EarlyLimits {
             ranges: 10,
             bytes: 1 << 20,
@@ -755,7 +835,14 @@ mod tests {
         std::fs::write(outside.path(), b"outside").expect("w");
         std::os::unix::fs::symlink(outside.path(), part_of(d.path(), "f")).expect("ln");
         let names = FinalNames::default();
-        let p = plan_file(&target(d.path()), &entry("f", 3), true, false, &names).expect("plan");
+        let p = plan_file(
+            &target(d.path()),
+            &entry("f", 3),
+            true,
+            Existing::Refuse,
+            &names,
+        )
+        .expect("plan");
         assert_eq!(p.plan(0).have, 0, "a symlink is not a partial file");
         let mut s = FileSink::open(&target(d.path()), p, 0).expect("open");
         s.write(0, b"abc").expect("write");

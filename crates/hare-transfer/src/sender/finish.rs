@@ -199,6 +199,8 @@ pub(super) fn add_refused(reports: &mut Vec<FileReport>, refused: Vec<(String, S
         reason: Some(reason),
         resumed_from: 0,
         retries: 0,
+        skipped: None,
+        grew_to: None,
     }));
 }
 
@@ -222,6 +224,8 @@ pub(super) fn link_reports(
         reason,
         resumed_from: 0,
         retries: 0,
+        skipped: None,
+        grew_to: None,
     };
     if !features.iter().any(|f| f == feature::LINKS) {
         eprintln!(
@@ -268,6 +272,8 @@ pub(super) fn file_reports(
                 }),
                 resumed_from: 0,
                 retries: 0,
+                skipped: None,
+                grew_to: None,
             });
         }
     }
@@ -291,6 +297,7 @@ mod tests {
             force: false,
             dirs: Vec::new(),
             links: vec![link("a"), link("b")],
+            skip: None,
         }
     }
 

@@ -32,6 +32,7 @@ mod connect;
 mod control;
 mod finish;
 mod gone;
+mod grow;
 mod handshake;
 mod header;
 mod liveness;
@@ -113,6 +114,10 @@ pub struct SendOptions {
     pub keep: crate::sendfiles::Keep,
     /// The job.
     pub job: SendJob,
+    /// File jobs: which files the receiver has need not be sent, the others replacing what
+    /// is there (rsync's quick check, `--checksum`, `--ignore-existing`, `--update`); `None`:
+    /// existing files are refused unless `force` (`--force` replaces them all).
+    pub skip: Option<crate::protocol::SkipRule>,
     /// `-w` and `--mtu` (its `streams` is set from the job).
     pub link: Link,
     /// `--cc` as given (`None`: hare CUBIC `linux-6`, or kernel `cubic` with `--tcp`).
@@ -150,6 +155,11 @@ pub struct FileReport {
     /// Times the file was sent again from its start because it changed while it was read
     /// (`--retries`).
     pub retries: u32,
+    /// Not sent: the receiver has it already (the job's skip rule), and why (`up to date`).
+    pub skipped: Option<String>,
+    /// The file grew while it was read (appended to) and was delivered at its listed size:
+    /// its size when the read ended.
+    pub grew_to: Option<u64>,
 }
 
 /// The result of a run that got as far as a job.

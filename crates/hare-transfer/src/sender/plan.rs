@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::error::{Result, TransferError};
-use crate::protocol::{Job, MAX_STREAMS};
+use crate::protocol::{Job, SkipRule, MAX_STREAMS};
 use crate::quic_config::Link;
 use crate::sendfiles::{gather, Source};
 
@@ -82,6 +82,10 @@ pub(super) fn plan(opts: &SendOptions) -> Result<Plan> {
                     format!("no file can be sent: {}", why.join("; "))
                 }));
             }
+            let mut sources = sources;
+            if opts.skip == Some(SkipRule::Checksum) {
+                digest_all(&mut sources)?;
+            }
             let files = sources.iter().map(|s| s.entry.clone()).collect();
             let job = Job::Files {
                 files,
@@ -89,6 +93,7 @@ pub(super) fn plan(opts: &SendOptions) -> Result<Plan> {
                 force: *force,
                 dirs,
                 links,
+                skip: if *force { None } else { opts.skip },
             };
             (sources, refused, job)
         }
@@ -100,6 +105,24 @@ pub(super) fn plan(opts: &SendOptions) -> Result<Plan> {
         refused,
         job,
     })
+}
+
+/// `--checksum`: the BLAKE3 of every file, sent in the hello for the receiver to compare
+/// (rsync's `-c` likewise reads every file first).
+fn digest_all(sources: &mut [Source]) -> Result<()> {
+    for s in sources.iter_mut() {
+        let (h, n) = crate::sendfiles::prefix_hash(&s.path, s.entry.size)
+            .map_err(|e| TransferError::Usage(format!("--checksum: {e}")))?;
+        if n != s.entry.size {
+            return Err(TransferError::Usage(format!(
+                "--checksum: {} changed while it was read ({n} of {} bytes)",
+                s.path.display(),
+                s.entry.size
+            )));
+        }
+        s.entry.blake3 = Some(h.finalize().to_hex().to_string());
+    }
+    Ok(())
 }
 
 fn bulk_job(bytes: Option<u64>, seconds: Option<f64>, streams: u16) -> Result<Job> {

@@ -71,6 +71,13 @@ impl Retry {
 }
 
 impl Retry {
+    /// Say `line` as an event line, when it happens.
+    pub(super) async fn note(&self, line: String) {
+        if let Some(n) = &self.notes {
+            let _ = n.send(Ctl::Note(line)).await;
+        }
+    }
+
     /// Say where a file resumes (`--resume`): from byte `offset` of `size` when the
     /// receiver's kept prefix matched this file, or that it goes whole when a prefix of
     /// `offered` bytes did not.

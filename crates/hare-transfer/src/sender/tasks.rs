@@ -121,19 +121,48 @@ pub(super) fn spawn_files(
     multi: Option<&MultiProgress>,
 ) -> Option<OverallBar> {
     let gate = Arc::new(Semaphore::new(usize::from(parallel)));
-    // One bar for the whole job; each file reports into a hidden bar of its own.
-    let sizes: Vec<u64> = sources.iter().map(|s| s.entry.size).collect();
+    let plan_of: HashMap<u32, FilePlan> = plans.into_iter().map(|p| (p.index, p)).collect();
+    let skipped = |i: usize| plan_of.get(&(i as u32)).and_then(|p| p.skip.clone());
+    // One bar for the whole job; each file reports into a hidden bar of its own (a file the
+    // receiver has already counts as settled, with nothing to send).
+    let sizes: Vec<u64> = sources
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            if skipped(i).is_some() {
+                0
+            } else {
+                s.entry.size
+            }
+        })
+        .collect();
     let (overall, bars) = match multi.map(|m| OverallBar::start(m, &sizes)) {
         Some((o, b)) => (Some(o), b),
         None => (None, Vec::new()),
     };
-    let plan_of: HashMap<u32, FilePlan> = plans.into_iter().map(|p| (p.index, p)).collect();
     for (i, src) in sources.iter().enumerate() {
+        let bar = bars.get(i).cloned();
+        if let Some(why) = skipped(i) {
+            if let Some(b) = &bar {
+                b.settle(true);
+            }
+            verdicts.remove(&(i as u32));
+            let report = FileReport {
+                name: src.entry.name.clone(),
+                ok: true,
+                reason: None,
+                resumed_from: 0,
+                retries: 0,
+                skipped: Some(why),
+                grew_to: None,
+            };
+            tasks.spawn(async move { Ok(Some(report)) });
+            continue;
+        }
         let i = i as u32;
         let Some(result_rx) = verdicts.remove(&i) else {
             continue;
         };
-        let bar = bars.get(i as usize).cloned();
         let (opener, out_tx, gate, src, plan) = (
             shared.opener.clone(),
             shared.out_tx.clone(),

@@ -10,6 +10,7 @@ use indicatif::ProgressBar;
 use tokio::sync::{mpsc, oneshot};
 
 use super::bar::FileBar;
+use super::grow;
 use super::opener::Opener;
 use super::retry::{ask, confirmed, gave_up, is_change, Retry};
 use super::FileReport;
@@ -218,8 +219,9 @@ fn open_at(src: &Source, offset: u64) -> Result<(std::fs::File, Snapshot), Strin
 
 /// How streaming a file's bytes ended.
 enum Streamed {
-    /// Every byte went out unchanged; the digest of what was read.
-    Sent(String),
+    /// Every byte went out unchanged; the digest of what was read, and the file's size when
+    /// the read ended if it grew meanwhile (an append: the listed prefix read again matched).
+    Sent(String, Option<u64>),
     /// The file changed or could not be read: the stream was reset; the reason.
     Abandoned(String),
     /// The stream failed (the receiver stopped it); the transport's error.
@@ -240,23 +242,31 @@ async fn stream_file(
     bar: Option<&ProgressBar>,
 ) -> Streamed {
     let size = src.entry.size;
+    // Set once the file is seen longer than listed (its only change): what it was then.
+    let mut grew: Option<u64> = None;
     loop {
+        if grew.is_some() && pos == size {
+            break;
+        }
         let want = ((size - pos).min(CHUNK as u64) as usize).max(1);
         let mut buf = vec![0u8; want];
         let n = match file.read(&mut buf) {
             Ok(n) => n,
             Err(e) => return Streamed::Abandoned(format!("read error: {e}")),
         };
-        if pos + n as u64 > size {
-            return Streamed::Abandoned(changed("it grew"));
-        }
         let now = match current(file, &src.path) {
             Ok(s) => s,
             Err(e) => return Streamed::Abandoned(e),
         };
-        if let Some(what) = now.change_from(&snap) {
+        let same_inode = (now.dev, now.ino) == (snap.dev, snap.ino);
+        if grow::only_grew(same_inode, size, now.size) {
+            grew = Some(now.size);
+        } else if pos + n as u64 > size {
+            return Streamed::Abandoned(changed("it grew"));
+        } else if let Some(what) = now.change_from(&snap) {
             return Streamed::Abandoned(changed(what));
         }
+        let n = n.min((size - pos) as usize);
         if n == 0 {
             break;
         }
@@ -276,7 +286,16 @@ async fn stream_file(
     if pos != size {
         return Streamed::Abandoned(changed(&format!("it shrank to {pos} of {size} bytes")));
     }
-    Streamed::Sent(hasher.finalize().to_hex().to_string())
+    let digest = hasher.finalize().to_hex().to_string();
+    if grew.is_some() {
+        // Appended to, or rewritten and longer? Only a prefix read again as it was sent says.
+        match grow::prefix_unchanged(file, size, &digest) {
+            Ok(true) => {}
+            Ok(false) => return Streamed::Abandoned(changed("it was rewritten as it grew")),
+            Err(e) => return Streamed::Abandoned(e),
+        }
+    }
+    Streamed::Sent(digest, grew)
 }
 
 /// The receiver hears that file `index` will not come, with the reason; `unsent` when no
@@ -363,6 +382,8 @@ async fn send_file(
         reason: Some(reason),
         resumed_from,
         retries: attempts - 1,
+        skipped: None,
+        grew_to: None,
     };
     let offered = plan.as_ref().map_or(0, |p| p.have);
     let (mut hasher, mut offset) = match resume_point(&src, plan).await {
@@ -379,13 +400,14 @@ async fn send_file(
         b.set_length(src.entry.size);
         b.set_position(offset);
     }
-    let (digest, mut out) = loop {
+    let (digest, mut out, grew_to) = loop {
         let again = |r: &str, attempts: u32| is_change(r) && attempts <= retry.max;
         let (mut file, snap) = match open_at(&src, offset) {
             Ok(f) => f,
             Err(e) if again(&e, attempts) => {
                 // Nothing was sent of this attempt: the receiver only takes the new size.
                 retry.said(&name, &e, attempts + 1).await;
+                tokio::time::sleep(grow::pause_before(attempts + 1)).await;
                 let asked = ask(ctl, &retry.restarts, (index, attempts), &mut src, e).await;
                 if let Err(e) = &asked {
                     tell_abandoned(ctl, index, e, true).await;
@@ -428,9 +450,18 @@ async fn send_file(
             io.bar.as_ref(),
         );
         match streamed.await {
-            Streamed::Sent(d) => break (d, out),
+            Streamed::Sent(d, grown) => {
+                if let Some(now) = grown {
+                    retry
+                        .note(grow::grew_line(&name, src.entry.size, now))
+                        .await;
+                }
+                break (d, out, grown);
+            }
             Streamed::Abandoned(r) if again(&r, attempts) => {
                 retry.said(&name, &r, attempts + 1).await;
+                // A writer is busy with the file: give it time before reading it again.
+                tokio::time::sleep(grow::pause_before(attempts + 1)).await;
                 // The receiver hears of the retry before the stream's reset reaches it.
                 let asked = ask(ctl, &retry.restarts, (index, attempts), &mut src, r).await;
                 if let Err(e) = &asked {
@@ -482,6 +513,8 @@ async fn send_file(
             reason: None,
             resumed_from: offset,
             retries: attempts - 1,
+            skipped: None,
+            grew_to,
         },
         Ok((false, r)) => fail(
             r.unwrap_or_else(|| "failed on the receiver".into()),

@@ -73,6 +73,7 @@ pub fn files_hello(files: &[(&str, u64)], force: bool, token: Option<&str>) -> T
             force,
             dirs: Vec::new(),
             links: Vec::new(),
+            skip: None,
         },
         window: 1 << 20,
         controller: "hostile".into(),

@@ -22,6 +22,7 @@ use crate::receiver::DURATION_GRACE;
 use crate::recvfile::{
     plan_file, Batch, Failure, FinalNames, Planned, Published, Target, Verified,
 };
+use crate::recvfile::{Decision, Existing};
 use crate::report::RunLog;
 
 /// State of an accepted job.
@@ -75,7 +76,9 @@ pub(super) struct Running {
 struct Again {
     entries: HashMap<u32, FileEntry>,
     names: FinalNames,
-    force: bool,
+    /// A file sent again replaces what is there when the job's files may (never skipped:
+    /// it is being sent).
+    replace: bool,
     count: HashMap<u32, u32>,
     waiting: HashMap<u32, FileEntry>,
     judged: HashSet<u32>,
@@ -109,13 +112,13 @@ impl Running {
             Accepted::Files {
                 planned,
                 links: l,
-                force,
+                existing,
                 target: t,
                 ..
             } => {
                 links = l.len();
                 failed_links = l.iter().filter(|r| r.reason.is_some()).count();
-                again.force = force;
+                again.replace = existing != Existing::Refuse;
                 again.entries = planned.iter().map(|(i, p)| (*i, p.entry.clone())).collect();
                 target = Some(t);
                 (planned, true, None, None, 0)
@@ -659,10 +662,20 @@ impl Running {
     ) -> Step {
         let a = &self.again;
         let planned = match &self.target {
-            Some(t) => plan_file(t, &entry, false, a.force, &a.names).and_then(|p| {
-                // A file sent again is written from 0: its new size must fit the free space.
-                crate::space::check_free(&t.root, p.remaining()).map(|()| p)
-            }),
+            Some(t) => {
+                let existing = match a.replace {
+                    true => Existing::Replace,
+                    false => Existing::Refuse,
+                };
+                match plan_file(t, &entry, false, existing, &a.names) {
+                    // A file sent again is written from 0: its new size must fit the disk.
+                    Ok(Decision::Send(p)) => {
+                        crate::space::check_free(&t.root, p.remaining()).map(|()| *p)
+                    }
+                    Ok(Decision::Skip(why)) => Err(why),
+                    Err(e) => Err(e),
+                }
+            }
             None => Err("not a file job".into()),
         };
         match planned {
