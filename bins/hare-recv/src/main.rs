@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+mod ssh_serve;
+
 use anyhow::{Context, Result};
 use clap::Parser;
 use hare_transfer::cc::QuicCc;
@@ -106,6 +108,11 @@ struct Cli {
     /// Bytes held ahead of their files' in-order frontier at once over all jobs.
     #[arg(long, value_name = "SIZE", default_value = "2g")]
     reorder_bytes: String,
+    /// Serve one job for a hare-send that started this receiver through ssh (it reads the
+    /// sender's fingerprint on standard input and answers on standard output); not for
+    /// people to run.
+    #[arg(long, hide = true)]
+    ssh_serve: bool,
     /// Refuse symbolic links whose target is absolute or climbs out of the job's tree with
     /// `..` (rsync --safe-links); by default a link keeps its target text (rsync -l).
     #[arg(long)]
@@ -299,6 +306,11 @@ fn init_tracing(verbose: u8) {
 }
 
 fn run(cli: Cli) -> Result<ExitKind, Failed> {
+    if cli.ssh_serve {
+        let dest = cli.dir.clone();
+        let (opts, _) = options(cli).map_err(Failed::usage)?;
+        return ssh_serve::serve(opts, dest).map_err(Failed::other);
+    }
     let (opts, identity_dir) = options(cli).map_err(Failed::usage)?;
     let to_stdout = opts.output.json != Some(JsonTarget::Stdout);
     serve(opts, identity_dir, to_stdout).map_err(Failed::other)

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
+mod over_ssh;
 mod rerun;
 use clap::{Args, Parser, Subcommand};
 use hare_transfer::exit::{ExitKind, SEND_EXIT_HELP};
@@ -113,6 +114,14 @@ struct SendArgs {
     /// checked against this file's digest first).
     #[arg(long, hide = true)]
     resume: bool,
+    /// The command that reaches a remote `[user@]host:DEST` (as rsync's -e): its own
+    /// options come with it, e.g. `-e "ssh -p 2222"`; default `ssh`.
+    #[arg(short = 'e', long = "rsh", value_name = "CMD", env = "HARE_RSH")]
+    rsh: Option<String>,
+    /// The directory of hare-recv on the remote, when it is not on the remote PATH (as
+    /// rsync's --rsync-path).
+    #[arg(long, value_name = "DIR")]
+    remote_bin: Option<String>,
     /// Start partial files over instead of continuing them.
     #[arg(long, conflicts_with = "resume")]
     no_resume: bool,
@@ -523,6 +532,14 @@ fn options_failed(e: anyhow::Error) -> Failed {
 fn run_send(a: SendArgs) -> Result<ExitKind, Failed> {
     init_tracing(a.verbose);
     let quiet = a.quiet;
+    let trusted = a.pin.is_some() || a.cert.is_some() || a.ca.is_some() || a.tcp;
+    let ssh = over_ssh::target(
+        a.targets.last(),
+        trusted,
+        a.rsh.as_deref(),
+        a.remote_bin.clone(),
+    )
+    .map_err(|e| Failed(ExitKind::Usage, e))?;
     let opts = options(a).map_err(options_failed)?;
     let bulk = matches!(opts.job, SendJob::Bulk { .. });
     let rt = runtime().map_err(|e| Failed(ExitKind::Error, e))?;
@@ -531,8 +548,11 @@ fn run_send(a: SendArgs) -> Result<ExitKind, Failed> {
     let outcome = rt
         .block_on(async move {
             let (trigger, stop) = hare_transfer::stop_pair();
-            watch_signals(trigger, seen)?;
-            Ok::<_, anyhow::Error>(hare_transfer::send(opts, stop).await)
+            watch_signals(trigger.clone(), seen)?;
+            match ssh {
+                None => Ok::<_, anyhow::Error>(hare_transfer::send(opts, stop).await),
+                Some(t) => over_ssh::send(t, opts, trigger, stop).await,
+            }
         })
         .map_err(|e| Failed(ExitKind::Error, e))?;
     let interrupted = ExitKind::Signal(signal.load(Ordering::Relaxed));
