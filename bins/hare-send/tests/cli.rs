@@ -952,3 +952,54 @@ fn the_progress_bar_ends_complete_with_a_failed_file_counted() {
         "{pieces:#?}"
     );
 }
+
+/// `hare-send . HOST` sends what is in the current directory, each entry under its own name,
+/// as `rsync -r . HOST:` does (a source without a file name of its own).
+#[test]
+fn dot_sends_the_current_directory_contents() {
+    let dst = tempfile::tempdir().expect("tempdir");
+    let (_id, r) = receiver(Some(dst.path()));
+    let fp = r.fingerprint.expect("fingerprint").to_string();
+    let src = tempfile::tempdir().expect("tempdir");
+    std::fs::write(src.path().join("a.txt"), b"alpha").expect("w");
+    std::fs::create_dir(src.path().join("sub")).expect("mkdir");
+    std::fs::write(src.path().join("sub").join("b.txt"), b"beta").expect("w");
+    let out = run(hare_send()
+        .current_dir(src.path())
+        .args(["-q", "--pin", &fp, "."])
+        .arg(r.addr.to_string()));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(
+        std::fs::read(dst.path().join("a.txt")).expect("a"),
+        b"alpha"
+    );
+    let b = std::fs::read(dst.path().join("sub").join("b.txt")).expect("b");
+    assert_eq!(b, b"beta");
+}
+
+/// A name the sender refuses (a newline in it) is escaped in the sender's own error lines:
+/// each line still starts with `hare-send:`, whether other files go (status 3) or none can.
+#[test]
+fn a_refused_name_with_a_newline_does_not_split_the_error_line() {
+    let dst = tempfile::tempdir().expect("tempdir");
+    let (_id, r) = receiver(Some(dst.path()));
+    let fp = r.fingerprint.expect("fingerprint").to_string();
+    let src = tempfile::tempdir().expect("tempdir");
+    let bad = src.path().join("evil\nname.txt");
+    std::fs::write(&bad, b"x").expect("w");
+    let good = src.path().join("good.txt");
+    std::fs::write(&good, b"good").expect("w");
+    for (files, status) in [(vec![&bad, &good], 3), (vec![&bad], 2)] {
+        let out = run(hare_send()
+            .args(["-q", "--pin", &fp])
+            .args(files)
+            .arg(r.addr.to_string()));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(status), "{err}");
+        assert!(err.contains("evil\\nname.txt: "), "{err}");
+        for line in err.lines() {
+            assert!(line.starts_with("hare-send: "), "{line:?} in {err}");
+        }
+    }
+}

@@ -42,12 +42,17 @@ pub fn interval_line(iv: &Interval) -> String {
 }
 
 /// The summary line: nuttcp part, %CPU of each side when known, lost packets, RTT.
+///
+/// A job that moved no bytes (`-n 0`) shows no CPU figures: over its few milliseconds the
+/// process's start-up work reads as a busy core (`99 %TX 97 %RX`), which says nothing about
+/// the cost of a transfer.
 pub fn summary_line(sum: &Summary) -> String {
     let mut s = rate_part(sum.bytes, sum.seconds);
-    if let Some(tx) = sum.cpu_sender_pct {
+    let moved = sum.bytes > 0;
+    if let Some(tx) = sum.cpu_sender_pct.filter(|_| moved) {
         s.push_str(&format!(" {:3.0} %TX", tx));
     }
-    if let Some(rx) = sum.cpu_receiver_pct {
+    if let Some(rx) = sum.cpu_receiver_pct.filter(|_| moved) {
         s.push_str(&format!(" {:3.0} %RX", rx));
     }
     s.push_str(&format!(" {} lost", sum.lost_packets));

@@ -340,6 +340,17 @@ impl FileIo {
     }
 }
 
+/// `reason` without the file's own name: the report line already starts with it, and a
+/// receiver's reason may carry it again (`disk full on the receiver: file mid.bin: write
+/// failed: ...` becomes `disk full on the receiver: write failed: ...`).
+fn without_name(reason: &str, name: &str) -> String {
+    let named = format!("file {name}: ");
+    match reason.find(&named) {
+        Some(at) => format!("{}{}", &reason[..at], &reason[at + named.len()..]),
+        None => reason.to_owned(),
+    }
+}
+
 /// Send one file: resume point, open and snapshot, stream, then the digest and the
 /// receiver's verdict; a file that changed meanwhile is sent again from its start, up to
 /// `retry.max` times (module `retry`), and each retry is said when it happens. A file that
@@ -360,7 +371,7 @@ async fn send_file(
     let fail = |reason: String, resumed_from: u64, attempts: u32| FileReport {
         name: name.clone(),
         ok: false,
-        reason: Some(reason),
+        reason: Some(without_name(&reason, &name)),
         resumed_from,
         retries: attempts - 1,
     };
