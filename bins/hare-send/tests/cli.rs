@@ -99,7 +99,7 @@ fn bulk_with_json_on_stdout_reports_the_bytes_sent() {
     assert!(c["local_port"].as_u64().is_some_and(|p| p > 0), "{c}");
     // The address the packets leave from (the route's source), not the wildcard bound to.
     assert_eq!(c["local_host"].as_str(), Some("127.0.0.1"), "{c}");
-    assert!(v["start"]["timestamp"]["timesec"]
+    assert!(v["start"]["timestamp"]["timesecs"]
         .as_u64()
         .is_some_and(|t| t > 1_700_000_000));
     assert!(v["start"]["timestamp"]["time"]

@@ -46,6 +46,8 @@ mod run_loop;
 mod tasks;
 mod tls_text;
 mod writers;
+/// Size of one write of bulk data (iperf3's `blksize`), for both sides' JSON documents.
+pub(crate) use writers::CHUNK;
 
 use connect::{connect, Connected};
 use control::{spawn_reader, spawn_writer, verdict_channels, Ctl};

@@ -21,7 +21,7 @@ use crate::sendfiles::{open_source, prefix_hash, Source};
 const VERDICT_GRACE: Duration = Duration::from_secs(2);
 
 /// Size of one write.
-pub(super) const CHUNK: usize = 256 << 10;
+pub(crate) const CHUNK: usize = 256 << 10;
 
 /// Application-level rate limit (`-R`) shared by every stream of the job: each write adds to
 /// one byte count and waits until the total is due at the rate, so the streams together keep
