@@ -482,6 +482,7 @@ fn options(a: SendArgs) -> Result<SendOptions> {
             json,
             jsonl: a.jsonl,
             progress,
+            verbose: a.verbose > 0,
         },
         tcp: if a.tcp {
             Some(TcpSendOptions {

@@ -866,10 +866,15 @@ fn a_retry_is_said_when_it_happens() {
 /// terminal: the progress bar is drawn. Returns the exit status and everything written, with
 /// the terminal's control sequences left out and each `\r` or `\n` ending a piece.
 fn run_on_a_terminal(cmd: &mut Command) -> (Option<i32>, Vec<String>) {
+    run_on_a_terminal_of(cmd, 200)
+}
+
+/// [`run_on_a_terminal`] on a terminal `columns` wide.
+fn run_on_a_terminal_of(cmd: &mut Command, columns: u16) -> (Option<i32>, Vec<String>) {
     use std::io::Read;
     let size = nix::pty::Winsize {
         ws_row: 50,
-        ws_col: 200,
+        ws_col: columns,
         ws_xpixel: 0,
         ws_ypixel: 0,
     };
@@ -1001,5 +1006,40 @@ fn a_refused_name_with_a_newline_does_not_split_the_error_line() {
         for line in err.lines() {
             assert!(line.starts_with("hare-send: "), "{line:?} in {err}");
         }
+    }
+}
+
+/// On terminals 100 and 60 columns wide nothing of the bar is drawn after the summary.
+/// (indicatif redraws lines printed through it padded and joined by cursor moves, so line
+/// widths are not read from this stream.)
+#[test]
+fn the_report_fits_the_terminal_and_no_bar_follows_the_summary() {
+    let dst = tempfile::tempdir().expect("tempdir");
+    let (_id, r) = receiver(Some(dst.path()));
+    let fp = r.fingerprint.expect("fingerprint").to_string();
+    let src = tempfile::tempdir().expect("tempdir");
+    let f = src.path().join("four.bin");
+    std::fs::write(&f, vec![7u8; 4 << 20]).expect("w");
+    for columns in [100u16, 60] {
+        let (status, pieces) = run_on_a_terminal_of(
+            hare_send()
+                .args(["--force", "-R", "16m", "--pin", &fp])
+                .arg(&f)
+                .arg(r.addr.to_string()),
+            columns,
+        );
+        assert_eq!(status, Some(0), "{pieces:#?}");
+        let summary = pieces
+            .iter()
+            .rposition(|p| p.contains("%TX"))
+            .expect("a summary");
+        // indicatif joins the lines of one redraw: the summary's piece may start with the
+        // bar's final-state line, but no bar (`ETA`) follows the summary.
+        let after = pieces[summary].split("%TX").nth(1).unwrap_or_default();
+        assert!(!after.contains("ETA"), "{columns}: {pieces:#?}");
+        assert!(
+            pieces[summary + 1..].iter().all(|p| !p.contains("files ")),
+            "{columns}: {pieces:#?}"
+        );
     }
 }

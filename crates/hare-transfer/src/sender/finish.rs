@@ -67,7 +67,7 @@ pub(super) fn summarise(
                 t_s: end_s,
                 kind: EventKind::Note {
                     message: format!(
-                        "time is up at {s} s: {discarded} bytes ({:.4} MB) written but not delivered were discarded",
+                        "time is up at {s} s: {:.4} MB written, not delivered, discarded",
                         discarded as f64 / hare_report::MIB
                     ),
                 },

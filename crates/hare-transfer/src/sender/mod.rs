@@ -343,8 +343,8 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
     };
     let mut st = run_loop::run(&mut rec, &mut inputs, &cx, lines).await;
     inputs.tasks.abort_all();
-    if let Some(b) = bar {
-        b.end();
+    if let (Some(b), Some(m)) = (bar, rec.log.printer().multi()) {
+        b.end(m);
     }
     let cx = iperf_context(&opener, endpoint.as_ref(), addr, &job, streams, &cpu);
     rec.log.set_iperf(cx);
