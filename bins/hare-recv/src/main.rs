@@ -283,6 +283,7 @@ fn options(cli: Cli) -> Result<(RecvOptions, PathBuf)> {
             json,
             jsonl: None,
             progress: false,
+            verbose: cli.verbose > 0,
         },
         tcp,
     };

@@ -386,6 +386,42 @@ fn host_goes_last(paths: &[PathBuf], server: &str) -> Result<()> {
     Ok(())
 }
 
+/// A source without a name of its own (`.`, `..`, `dir/.`, `/`) stands for what is in it, as
+/// `rsync -r . HOST:` sends the current directory's contents: each entry is sent under its
+/// own name, in name order. Every other source is kept as given.
+fn contents_of_dots(paths: Vec<PathBuf>) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::with_capacity(paths.len());
+    for p in paths {
+        if p.file_name().is_some() || !p.is_dir() {
+            out.push(p);
+            continue;
+        }
+        let mut entries = std::fs::read_dir(&p)
+            .with_context(|| format!("reading {}", p.display()))?
+            .map(|e| e.map(|e| p.join(e.file_name())))
+            .collect::<std::io::Result<Vec<_>>>()
+            .with_context(|| format!("reading {}", p.display()))?;
+        entries.sort();
+        out.extend(entries);
+    }
+    Ok(out)
+}
+
+/// `s` on one line: a newline, tab or other control character in a name (a refused name
+/// may hold any) is written as its escape (`\n`, `\u{1b}`), so that an error line is never
+/// split or turned into terminal commands by the name in it.
+fn one_line(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn options(a: SendArgs) -> Result<SendOptions> {
     let skip = skip_rule(&a);
     if a.tcp {
@@ -393,7 +429,7 @@ fn options(a: SendArgs) -> Result<SendOptions> {
     }
     let mut targets = a.targets;
     let server = targets.pop().context("missing receiver HOST[:PORT]")?;
-    let paths: Vec<PathBuf> = targets.into_iter().map(PathBuf::from).collect();
+    let paths = contents_of_dots(targets.into_iter().map(PathBuf::from).collect())?;
     let bulk = a.size.is_some() || a.seconds.is_some();
     let job = match (bulk, paths.is_empty()) {
         (true, true) => SendJob::Bulk {
@@ -476,6 +512,7 @@ fn options(a: SendArgs) -> Result<SendOptions> {
             json,
             jsonl: a.jsonl,
             progress,
+            verbose: a.verbose > 0,
         },
         tcp: if a.tcp {
             Some(TcpSendOptions {
@@ -567,7 +604,8 @@ fn run_send(a: SendArgs) -> Result<ExitKind, Failed> {
     for f in outcome.files.iter().filter(|f| f.ok && f.retries > 0) {
         eprintln!(
             "hare-send: {}: changed while being sent; retried {} time(s), delivered as last read",
-            f.name, f.retries
+            one_line(&f.name),
+            f.retries
         );
     }
     for f in &outcome.files {
@@ -603,8 +641,8 @@ fn run_send(a: SendArgs) -> Result<ExitKind, Failed> {
         for f in &failed {
             eprintln!(
                 "hare-send: {}: {}",
-                f.name,
-                f.reason.as_deref().unwrap_or("failed")
+                one_line(&f.name),
+                one_line(f.reason.as_deref().unwrap_or("failed"))
             );
         }
         eprintln!(
@@ -781,7 +819,7 @@ fn main() -> ExitCode {
     let kind = match res {
         Ok(kind) => kind,
         Err(Failed(kind, e)) => {
-            eprintln!("hare-send: error: {e:#}");
+            eprintln!("hare-send: error: {}", one_line(&format!("{e:#}")));
             kind
         }
     };

@@ -99,7 +99,7 @@ fn bulk_with_json_on_stdout_reports_the_bytes_sent() {
     assert!(c["local_port"].as_u64().is_some_and(|p| p > 0), "{c}");
     // The address the packets leave from (the route's source), not the wildcard bound to.
     assert_eq!(c["local_host"].as_str(), Some("127.0.0.1"), "{c}");
-    assert!(v["start"]["timestamp"]["timesec"]
+    assert!(v["start"]["timestamp"]["timesecs"]
         .as_u64()
         .is_some_and(|t| t > 1_700_000_000));
     assert!(v["start"]["timestamp"]["time"]
@@ -905,10 +905,15 @@ fn a_retry_is_said_when_it_happens() {
 /// terminal: the progress bar is drawn. Returns the exit status and everything written, with
 /// the terminal's control sequences left out and each `\r` or `\n` ending a piece.
 fn run_on_a_terminal(cmd: &mut Command) -> (Option<i32>, Vec<String>) {
+    run_on_a_terminal_of(cmd, 200)
+}
+
+/// [`run_on_a_terminal`] on a terminal `columns` wide.
+fn run_on_a_terminal_of(cmd: &mut Command, columns: u16) -> (Option<i32>, Vec<String>) {
     use std::io::Read;
     let size = nix::pty::Winsize {
         ws_row: 50,
-        ws_col: 200,
+        ws_col: columns,
         ws_xpixel: 0,
         ws_ypixel: 0,
     };
@@ -990,4 +995,90 @@ fn the_progress_bar_ends_complete_with_a_failed_file_counted() {
             .any(|p| p == "hare-send: error: 1 of 3 file(s) failed"),
         "{pieces:#?}"
     );
+}
+
+/// `hare-send . HOST` sends what is in the current directory, each entry under its own name,
+/// as `rsync -r . HOST:` does (a source without a file name of its own).
+#[test]
+fn dot_sends_the_current_directory_contents() {
+    let dst = tempfile::tempdir().expect("tempdir");
+    let (_id, r) = receiver(Some(dst.path()));
+    let fp = r.fingerprint.expect("fingerprint").to_string();
+    let src = tempfile::tempdir().expect("tempdir");
+    std::fs::write(src.path().join("a.txt"), b"alpha").expect("w");
+    std::fs::create_dir(src.path().join("sub")).expect("mkdir");
+    std::fs::write(src.path().join("sub").join("b.txt"), b"beta").expect("w");
+    let out = run(hare_send()
+        .current_dir(src.path())
+        .args(["-q", "--pin", &fp, "."])
+        .arg(r.addr.to_string()));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(
+        std::fs::read(dst.path().join("a.txt")).expect("a"),
+        b"alpha"
+    );
+    let b = std::fs::read(dst.path().join("sub").join("b.txt")).expect("b");
+    assert_eq!(b, b"beta");
+}
+
+/// A name the sender refuses (a newline in it) is escaped in the sender's own error lines:
+/// each line still starts with `hare-send:`, whether other files go (status 3) or none can.
+#[test]
+fn a_refused_name_with_a_newline_does_not_split_the_error_line() {
+    let dst = tempfile::tempdir().expect("tempdir");
+    let (_id, r) = receiver(Some(dst.path()));
+    let fp = r.fingerprint.expect("fingerprint").to_string();
+    let src = tempfile::tempdir().expect("tempdir");
+    let bad = src.path().join("evil\nname.txt");
+    std::fs::write(&bad, b"x").expect("w");
+    let good = src.path().join("good.txt");
+    std::fs::write(&good, b"good").expect("w");
+    for (files, status) in [(vec![&bad, &good], 3), (vec![&bad], 2)] {
+        let out = run(hare_send()
+            .args(["-q", "--pin", &fp])
+            .args(files)
+            .arg(r.addr.to_string()));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(status), "{err}");
+        assert!(err.contains("evil\\nname.txt: "), "{err}");
+        for line in err.lines() {
+            assert!(line.starts_with("hare-send: "), "{line:?} in {err}");
+        }
+    }
+}
+
+/// On terminals 100 and 60 columns wide nothing of the bar is drawn after the summary.
+/// (indicatif redraws lines printed through it padded and joined by cursor moves, so line
+/// widths are not read from this stream.)
+#[test]
+fn the_report_fits_the_terminal_and_no_bar_follows_the_summary() {
+    let dst = tempfile::tempdir().expect("tempdir");
+    let (_id, r) = receiver(Some(dst.path()));
+    let fp = r.fingerprint.expect("fingerprint").to_string();
+    let src = tempfile::tempdir().expect("tempdir");
+    let f = src.path().join("four.bin");
+    std::fs::write(&f, vec![7u8; 4 << 20]).expect("w");
+    for columns in [100u16, 60] {
+        let (status, pieces) = run_on_a_terminal_of(
+            hare_send()
+                .args(["--force", "-R", "16m", "--pin", &fp])
+                .arg(&f)
+                .arg(r.addr.to_string()),
+            columns,
+        );
+        assert_eq!(status, Some(0), "{pieces:#?}");
+        let summary = pieces
+            .iter()
+            .rposition(|p| p.contains("%TX"))
+            .expect("a summary");
+        // indicatif joins the lines of one redraw: the summary's piece may start with the
+        // bar's final-state line, but no bar (`ETA`) follows the summary.
+        let after = pieces[summary].split("%TX").nth(1).unwrap_or_default();
+        assert!(!after.contains("ETA"), "{columns}: {pieces:#?}");
+        assert!(
+            pieces[summary + 1..].iter().all(|p| !p.contains("files ")),
+            "{columns}: {pieces:#?}"
+        );
+    }
 }

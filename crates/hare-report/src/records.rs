@@ -142,6 +142,10 @@ pub struct Interval {
     pub phase: Option<Phase>,
     /// True when flow control (the peer's window), not cwnd, limited sending in the interval.
     pub flow_control_limited: bool,
+    /// True when cwnd limited sending in the interval (in flight reached it); `None` when the
+    /// tool did not measure it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwnd_limited: Option<bool>,
 }
 
 impl Interval {

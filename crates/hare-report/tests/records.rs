@@ -205,3 +205,29 @@ fn controller_records_have_stable_json() {
         assert_eq!(serde_json::to_string(&phase).unwrap(), json);
     }
 }
+
+#[test]
+fn an_empty_job_shows_no_cpu_figures() {
+    // `-n 0`: the process's start-up over a few milliseconds is no cost of a transfer.
+    let empty = Summary {
+        bytes: 0,
+        seconds: 0.01,
+        cpu_sender_pct: Some(99.0),
+        cpu_receiver_pct: Some(97.0),
+        srtt_ms: Some(0.05),
+        valid: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        nuttcp::summary_line(&empty),
+        "    0.0000 MB /   0.01 sec =    0.0000 Mbps 0 lost 0.05 msRTT"
+    );
+    let moved = Summary {
+        bytes: 1 << 20,
+        ..empty
+    };
+    assert_eq!(
+        nuttcp::summary_line(&moved),
+        "    1.0000 MB /   0.01 sec =  838.8608 Mbps  99 %TX  97 %RX 0 lost 0.05 msRTT"
+    );
+}

@@ -122,6 +122,7 @@ impl Track {
             min_rtt_ms: Some(now.min_rtt_ms),
             phase: now.phase,
             flow_control_limited: now.fc_limited > self.last.fc_limited,
+            cwnd_limited: None,
         });
         self.start_ns = now.now_ns;
         self.last = *now;

@@ -46,9 +46,12 @@ impl QuicCc {
         self.spec.is_quinn()
     }
 
-    /// A factory whose controllers report to `observer`.
+    /// A factory whose controllers report to `observer`, each wrapped to count which limit
+    /// binds (`limits::Watched`, read by the interval sampler).
     pub fn factory(&self, observer: &Observer) -> Arc<dyn ControllerFactory + Send + Sync> {
-        self.spec.factory_with_observer(observer.clone())
+        Arc::new(crate::limits::WatchedFactory::new(
+            self.spec.factory_with_observer(observer.clone()),
+        ))
     }
 }
 

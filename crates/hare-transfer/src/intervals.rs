@@ -331,10 +331,12 @@ impl Pairing {
                 last.lost = 0;
                 last.sent = 0;
                 last.flow_limited = false;
+                last.cwnd_limited = last.cwnd_limited.map(|_| false);
             } else {
                 s.lost = 0;
                 s.sent = 0;
                 s.flow_limited = false;
+                s.cwnd_limited = s.cwnd_limited.map(|_| false);
             }
             let start = r.start_s.max(self.last_end_s);
             out.push(self.line(&s, start, r.end_s, bytes, &streams));
@@ -476,6 +478,9 @@ pub fn fold(to: &mut Sample, from: &Sample) {
     to.lost += from.lost;
     to.sent += from.sent;
     to.flow_limited |= from.flow_limited;
+    if let Some(c) = from.cwnd_limited {
+        to.cwnd_limited = Some(to.cwnd_limited.unwrap_or(false) | c);
+    }
 }
 
 #[cfg(test)]

@@ -31,24 +31,86 @@ pub struct IperfContext {
     pub cpu_system_pct: Option<f64>,
 }
 
+impl IperfContext {
+    /// What was asked (iperf3's `test_start`) of a job with `streams` data streams: `-T` as
+    /// `duration` and `-n` as `bytes` for bulk jobs, the files' total for file jobs. Both
+    /// sides build it from the same job, so their documents agree.
+    pub fn of_job(job: &crate::protocol::Job, streams: u16) -> Self {
+        let (duration_s, bytes) = match job {
+            crate::protocol::Job::Bulk { bytes, seconds, .. } => (*seconds, *bytes),
+            crate::protocol::Job::Files { files, .. } => {
+                (None, Some(files.iter().map(|f| f.size).sum()))
+            }
+        };
+        Self {
+            num_streams: streams,
+            duration_s,
+            bytes,
+            blksize: crate::sender::CHUNK as u64,
+            ..Self::default()
+        }
+    }
+}
+
+/// The receiver's context of a job: what the sender's hello asked (`-P` of a bulk job, one
+/// stream per file job otherwise counted as 1), between `local` (when known) and the peer.
+pub fn receiver_context(
+    job: &crate::protocol::Job,
+    local: Option<SocketAddr>,
+    remote: SocketAddr,
+) -> IperfContext {
+    let streams = match job {
+        crate::protocol::Job::Bulk { streams, .. } => *streams,
+        crate::protocol::Job::Files { .. } => 1,
+    };
+    IperfContext {
+        local,
+        remote: Some(remote),
+        ..IperfContext::of_job(job, streams)
+    }
+}
+
+/// `start.connected`: one entry per stream, as iperf3 lists each of its `-P` sockets.
+/// iperf3's `socket` is a file descriptor; here it is the stream number (1, 2, ...), the
+/// same number as in `intervals[].streams[].socket` and `end.streams[]`. QUIC streams share
+/// the connection's addresses.
+fn connected(local: SocketAddr, remote: SocketAddr, streams: u16) -> Value {
+    (1..=streams.max(1))
+        .map(|socket| {
+            json!({
+                "socket": socket,
+                "local_host": local.ip().to_string(),
+                "local_port": local.port(),
+                "remote_host": remote.ip().to_string(),
+                "remote_port": remote.port(),
+            })
+        })
+        .collect()
+}
+
 /// Add the iperf3 fields to `doc` (from `hare_report::iperf::to_iperf_json(run)`).
 pub fn extend(doc: &mut Value, run: &Run, cx: &IperfContext, started: SystemTime) {
     let sender = run.header.role == Role::Sender;
     let start = &mut doc["start"];
     if let (Some(l), Some(r)) = (cx.local, cx.remote) {
-        start["connected"] = json!([{
-            "socket": 1,
-            "local_host": l.ip().to_string(),
-            "local_port": l.port(),
-            "remote_host": r.ip().to_string(),
-            "remote_port": r.port(),
-        }]);
+        start["connected"] = connected(l, r, cx.num_streams);
     }
     let secs = started
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    start["timestamp"] = json!({ "time": http_date(secs), "timesec": secs });
+    // iperf3 spells it `timesecs` (`cJSON_AddNumberToObject(..., "timesecs", ...)`).
+    start["timestamp"] = json!({ "time": http_date(secs), "timesecs": secs });
+    // The peer as iperf3 names it: the client's `connecting_to`, the server's
+    // `accepted_connection`.
+    if let Some(r) = cx.remote {
+        let peer = if sender {
+            "connecting_to"
+        } else {
+            "accepted_connection"
+        };
+        start[peer] = json!({ "host": r.ip().to_string(), "port": r.port() });
+    }
     let test = &mut start["test_start"];
     test["num_streams"] = json!(cx.num_streams);
     test["blksize"] = json!(cx.blksize);

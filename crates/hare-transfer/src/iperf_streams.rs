@@ -36,8 +36,12 @@ pub fn extend(doc: &mut Value, run: &Run, per: &PerStream) {
     let sender = run.header.role == Role::Sender;
     if let Some(ivs) = doc["intervals"].as_array_mut() {
         for ((v, iv), streams) in ivs.iter_mut().zip(&run.intervals).zip(&per.intervals) {
-            // One stream: the whole job's entry (with its congestion fields) is that stream's.
+            // One stream: the whole job's entry (with its congestion fields) is that stream's,
+            // numbered 1 as in `end.streams` and `start.connected`.
             if streams.len() < 2 {
+                if let Some(only) = v["streams"].get_mut(0).filter(|e| e.is_object()) {
+                    only["socket"] = json!(1);
+                }
                 continue;
             }
             let entries: Vec<Value> = streams

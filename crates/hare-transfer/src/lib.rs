@@ -27,6 +27,7 @@ pub mod identity;
 pub mod intervals;
 pub mod iperf_extra;
 pub mod iperf_streams;
+pub mod limits;
 pub mod names;
 mod peer_gone;
 mod peer_log;

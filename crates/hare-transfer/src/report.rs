@@ -37,6 +37,9 @@ pub struct OutputOptions {
     pub jsonl: Option<PathBuf>,
     /// Progress bars for files (only honoured on a terminal, without `--json` and `-q`).
     pub progress: bool,
+    /// `-v`: sender interval lines with every congestion column (cwnd in bytes, ssthresh,
+    /// minimum RTT), wider than 100 columns.
+    pub verbose: bool,
 }
 
 impl OutputOptions {
@@ -107,6 +110,7 @@ pub struct RunLog {
     started: SystemTime,
     per_stream: PerStream,
     reverse: bool,
+    verbose: bool,
 }
 
 impl RunLog {
@@ -132,6 +136,7 @@ impl RunLog {
             started: SystemTime::now(),
             per_stream: PerStream::default(),
             reverse: false,
+            verbose: out.verbose,
         };
         let rec = Record::Header(log.run.header.clone());
         log.stream(&rec);
@@ -177,6 +182,7 @@ impl RunLog {
     pub fn line(&mut self, line: Line) {
         let iv = line.interval;
         let text = match self.run.header.role {
+            Role::Sender if self.verbose => nuttcp::interval_line_verbose(&iv),
             Role::Sender => nuttcp::interval_line(&iv),
             Role::Receiver => receiver_line(&iv),
         };

@@ -8,6 +8,8 @@ use hare_report::{CcEvent, Event, EventKind, ExitReason, Interval, Phase};
 
 use hare_cc_records::{cc_event_record, phase_record};
 
+use crate::limits::{Binding, LimitSnapshot, Watched};
+
 /// The congestion state at one sampling instant and the counts since the previous one.
 #[derive(Debug, Clone, Default)]
 pub struct Sample {
@@ -29,9 +31,13 @@ pub struct Sample {
     pub min_rtt_ms: f64,
     /// Controller phase (hare's controllers).
     pub phase: Option<Phase>,
-    /// True when DATA_BLOCKED or STREAM_DATA_BLOCKED went out since the previous sample: the
-    /// peer's flow-control window, not cwnd, held the sender back.
+    /// True when the peer's flow-control credit held the sender back since the previous
+    /// sample: DATA_BLOCKED or STREAM_DATA_BLOCKED went out while quinn had room in cwnd and
+    /// nothing to send (module `limits`).
     pub flow_limited: bool,
+    /// True when cwnd held the sender back since the previous sample: a packet sent brought
+    /// bytes in flight to within one datagram of cwnd. `None` when not measured (kernel TCP).
+    pub cwnd_limited: Option<bool>,
     /// Kernel TCP: payload bytes the receiver has acknowledged so far, cumulatively or by
     /// SACK (over all data connections); `None` for QUIC, whose sender prints the receiver's
     /// own interval counts instead (quinn does not expose acknowledged stream offsets).
@@ -59,6 +65,7 @@ impl Sample {
             min_rtt_ms: Some(self.min_rtt_ms),
             phase: self.phase,
             flow_control_limited: self.flow_limited,
+            cwnd_limited: self.cwnd_limited,
         }
     }
 }
@@ -76,6 +83,8 @@ pub struct QuicSampler {
     last: quinn::ConnectionStats,
     exit_seen: bool,
     max_cwnd_segments: u32,
+    /// The controller's limit counts at the previous sample.
+    last_limits: LimitSnapshot,
 }
 
 impl QuicSampler {
@@ -98,6 +107,7 @@ impl QuicSampler {
             last,
             exit_seen: false,
             max_cwnd_segments: 0,
+            last_limits: LimitSnapshot::default(),
         }
     }
 
@@ -120,7 +130,14 @@ impl QuicSampler {
     pub fn sample(&mut self) -> (Sample, Vec<Event>, Vec<CcEvent>) {
         let st = self.conn.stats();
         let mtu = u64::from(st.path.current_mtu.max(1));
-        let metrics = self.conn.congestion_state().metrics();
+        let controller = self.conn.congestion_state();
+        let metrics = controller.metrics();
+        // Every controller hare builds is wrapped in `limits::Watched`.
+        let limits = controller
+            .into_any()
+            .downcast::<Watched>()
+            .ok()
+            .map(|w| w.counts().snapshot());
         let ssthresh_bytes = metrics.ssthresh.filter(|s| *s != u64::MAX);
         let snap = if self.hare {
             self.observer.latest().map(|(_, s)| s)
@@ -138,6 +155,12 @@ impl QuicSampler {
         self.max_cwnd_segments = self.max_cwnd_segments.max(cwnd_segments);
         let blocked =
             |s: &quinn::ConnectionStats| s.frame_tx.data_blocked + s.frame_tx.stream_data_blocked;
+        let blocked_frames = blocked(&st).saturating_sub(blocked(&self.last));
+        let binding = limits.map(|now| {
+            let b = Binding::between(self.last_limits, now, blocked_frames);
+            self.last_limits = now;
+            b
+        });
         let sample = Sample {
             lost: st
                 .path
@@ -154,7 +177,8 @@ impl QuicSampler {
             srtt_ms: st.path.rtt.as_secs_f64() * 1e3,
             min_rtt_ms: st.path.min_rtt.as_secs_f64() * 1e3,
             phase,
-            flow_limited: blocked(&st) > blocked(&self.last),
+            flow_limited: binding.map_or(blocked_frames > 0, |b| b.flow_control),
+            cwnd_limited: binding.map(|b| b.cwnd),
             delivered: None,
             delivered_streams: Vec::new(),
         };

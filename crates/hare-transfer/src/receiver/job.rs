@@ -142,6 +142,12 @@ pub(super) async fn run_job(
     let t0 = Instant::now();
     let cpu = CpuClock::start();
     let mut log = start_log(&ctx, &hello, &accepted, grant, interval, printer)?;
+    // iperf3 JSON (`start.test_start`, `start.connected`): what the hello asked.
+    if let ToReceiver::Hello { job, .. } = &hello {
+        let local = ctx.conn.as_ref().and_then(|c| c.local_ip());
+        let local = local.map(|ip| SocketAddr::new(ip, ctx.opts.listen.port()));
+        log.set_iperf(crate::iperf_extra::receiver_context(job, local, ctx.peer));
+    }
     log_failed_links(&hello, &accepted, &mut log);
     let ctl_rx = spawn_control_reader(ctl_r);
     // Over kernel TCP a data stream's end does not tell a finished sender from a dead one,

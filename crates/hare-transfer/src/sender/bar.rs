@@ -92,10 +92,8 @@ impl OverallBar {
         });
         let bar = m.add(ProgressBar::new(sizes.iter().sum()));
         bar.set_style(
-            ProgressStyle::with_template(
-                "{msg} {bar:30} {bytes:>10}/{total_bytes:10} {bytes_per_sec:>12} ETA {eta}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            ProgressStyle::with_template(template(terminal_columns()))
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         files.show(&bar);
         let ticker = {
@@ -119,15 +117,50 @@ impl OverallBar {
         (Self { bar, files, ticker }, each)
     }
 
-    /// The job's end: one last redraw with every file's state, left complete when every
-    /// file settled, else where it stopped.
-    pub(super) fn end(self) {
+    /// The job's end, before the summary: the bar is taken off the screen, so that nothing is
+    /// drawn under the summary (indicatif keeps a bar it still holds below every line
+    /// printed after it). A job whose files all settled leaves one plain line with the bar's
+    /// final state; one cut short leaves none, as what the bar counted (bytes handed to the
+    /// transport) is not what was delivered, which the summary says.
+    pub(super) fn end(self, m: &MultiProgress) {
         self.ticker.abort();
-        if self.files.show(&self.bar) {
-            self.bar.finish();
-        } else {
-            self.bar.abandon();
+        let settled = self.files.show(&self.bar);
+        if settled {
+            self.bar.finish_and_clear();
         }
+        // Out of the MultiProgress: its next line (the summary) clears the bar's.
+        m.remove(&self.bar);
+        if settled {
+            let _ = m.println(format!(
+                "{} {}/{} sent",
+                self.bar.message(),
+                crate::space::binary_size(self.bar.position()),
+                crate::space::binary_size(self.bar.length().unwrap_or(0)),
+            ));
+        }
+    }
+}
+
+/// The bar's layout for a terminal `columns` wide: the bar itself takes what the figures
+/// leave (`wide_bar`), and figures are dropped on a narrow terminal rather than wrapped
+/// (the widest message, `files 10000/10000 (10000 failed)`, is 33 columns).
+fn template(columns: u16) -> &'static str {
+    match columns {
+        0..=59 => "{msg} {bytes}/{total_bytes}",
+        60..=99 => "{msg} {wide_bar} {bytes}/{total_bytes}",
+        _ => "{msg} {wide_bar} {bytes:>10}/{total_bytes:10} {bytes_per_sec:>12} ETA {eta}",
+    }
+}
+
+/// Columns of the terminal on stderr (where the bar is drawn), 80 when unknown.
+fn terminal_columns() -> u16 {
+    // SAFETY: TIOCGWINSZ writes one `winsize` into the struct it is given.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    if ok && ws.ws_col > 0 {
+        ws.ws_col
+    } else {
+        80
     }
 }
 
@@ -141,7 +174,8 @@ mod tests {
 
     #[tokio::test]
     async fn failed_files_count_as_settled_and_the_bar_ends_complete() {
-        let (overall, files) = OverallBar::start(&hidden(), &[100, 200, 300, 400]);
+        let m = hidden();
+        let (overall, files) = OverallBar::start(&m, &[100, 200, 300, 400]);
         let bar = overall.bar.clone();
         assert_eq!(bar.message(), "files 0/4");
         files[0].bytes().inc(100);
@@ -152,7 +186,7 @@ mod tests {
         files[2].settle(false);
         files[3].bytes().inc(400);
         files[3].settle(true);
-        overall.end();
+        overall.end(&m);
         assert_eq!(bar.message(), "files 4/4 (2 failed)");
         assert!(bar.is_finished());
         // What the failed files did not send is off the total; the bytes are complete.
@@ -161,14 +195,22 @@ mod tests {
 
     #[tokio::test]
     async fn a_job_cut_short_keeps_the_bar_where_it_stopped() {
-        let (overall, files) = OverallBar::start(&hidden(), &[100, 200]);
+        let m = hidden();
+        let (overall, files) = OverallBar::start(&m, &[100, 200]);
         let bar = overall.bar.clone();
         files[0].bytes().inc(100);
         files[0].settle(true);
         files[1].bytes().inc(20);
-        overall.end();
+        overall.end(&m);
         assert_eq!(bar.message(), "files 1/2");
         assert_eq!((bar.position(), bar.length()), (120, Some(300)));
+    }
+
+    #[test]
+    fn a_narrow_terminal_drops_figures_instead_of_wrapping() {
+        assert_eq!(template(40), "{msg} {bytes}/{total_bytes}");
+        assert_eq!(template(60), "{msg} {wide_bar} {bytes}/{total_bytes}");
+        assert!(template(100).ends_with("{bytes_per_sec:>12} ETA {eta}"));
     }
 
     #[test]

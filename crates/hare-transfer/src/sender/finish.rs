@@ -15,7 +15,6 @@ use crate::sendfiles::Source;
 use super::opener::{lock, Opener};
 use super::recorder::Recorder;
 use super::run_loop::State;
-use super::writers::CHUNK;
 use super::FileReport;
 use crate::iperf_extra::IperfContext;
 
@@ -68,7 +67,7 @@ pub(super) fn summarise(
                 t_s: end_s,
                 kind: EventKind::Note {
                     message: format!(
-                        "time is up at {s} s: {discarded} bytes ({:.4} MB) written but not delivered were discarded",
+                        "time is up at {s} s: {:.4} MB written, not delivered, discarded",
                         discarded as f64 / hare_report::MIB
                     ),
                 },
@@ -154,20 +153,13 @@ pub(super) fn iperf_context(
         }),
         _ => None,
     };
-    let (duration_s, bytes) = match job {
-        Job::Bulk { bytes, seconds, .. } => (*seconds, *bytes),
-        Job::Files { files, .. } => (None, Some(files.iter().map(|f| f.size).sum())),
-    };
     let split = cpu.split_percent();
     IperfContext {
         local,
         remote: Some(remote),
-        num_streams: streams,
-        duration_s,
-        bytes,
-        blksize: CHUNK as u64,
         cpu_user_pct: split.map(|s| s.0),
         cpu_system_pct: split.map(|s| s.1),
+        ..IperfContext::of_job(job, streams)
     }
 }
 

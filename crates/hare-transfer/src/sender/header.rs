@@ -68,7 +68,11 @@ pub(super) fn run_header(opts: &SendOptions, link: &Link, n: &Negotiated<'_>) ->
     }
 }
 
-/// The first text line (and, over TCP, the note on the kernel controller and pacing).
+/// The units of every figure the text report prints, stated once under the header.
+pub const UNITS_LINE: &str =
+    "  units: MB = 2^20 bytes, Mbps = 10^6 bit/s, cwnd in packets; [cwnd]/[window]: what bound";
+
+/// The first text lines (and, over TCP, the note on the kernel controller and pacing).
 pub(super) fn announce(
     log: &mut RunLog,
     opts: &SendOptions,
@@ -79,8 +83,8 @@ pub(super) fn announce(
 ) {
     let transport = match &opts.tcp {
         None => format!(
-            ", window {} B x {}, mtu {}",
-            link.window,
+            ", window {} x {}, mtu {}",
+            crate::space::binary_size(link.window),
             link.streams,
             link.mtu
                 .map(|m| m.to_string())
@@ -91,12 +95,12 @@ pub(super) fn announce(
             format!(", kernel TCP ({})", if paced { "paced" } else { "unpaced" })
         }
     };
-    log.note(&format!(
-        "hare-send -> {}: {}, controller {}{transport}",
-        n.addr,
-        describe(job),
-        n.controller
-    ));
+    // Two lines, so that a long address or controller spec still fits 100 columns; the
+    // units once, as nuttcp's (MB = 2^20 bytes) and iperf3's (Mbps = 10^6 bit/s) readers
+    // each assume their own.
+    log.note(&format!("hare-send -> {}: {}", n.addr, describe(job)));
+    log.note(&format!("  controller {}{transport}", n.controller));
+    log.note(UNITS_LINE);
     if let Some(t) = &opts.tcp {
         let paced = t.pacing_rate.is_some() || kernel_cc == Some("bbr");
         log.event(Event {

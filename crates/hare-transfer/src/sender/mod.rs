@@ -47,6 +47,8 @@ mod run_loop;
 mod tasks;
 mod tls_text;
 mod writers;
+/// Size of one write of bulk data (iperf3's `blksize`), for both sides' JSON documents.
+pub(crate) use writers::CHUNK;
 
 use connect::{connect, Connected};
 use control::{spawn_reader, spawn_writer, verdict_channels, Ctl};
@@ -351,8 +353,8 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
     };
     let mut st = run_loop::run(&mut rec, &mut inputs, &cx, lines).await;
     inputs.tasks.abort_all();
-    if let Some(b) = bar {
-        b.end();
+    if let (Some(b), Some(m)) = (bar, rec.log.printer().multi()) {
+        b.end(m);
     }
     let cx = iperf_context(&opener, endpoint.as_ref(), addr, &job, streams, &cpu);
     rec.log.set_iperf(cx);

@@ -176,6 +176,7 @@ impl Probe {
                     min_rtt_ms: *min_rtt_ms,
                     phase: None,
                     flow_limited: false,
+                    cwnd_limited: None,
                     delivered: Some(delivered),
                     delivered_streams,
                 };

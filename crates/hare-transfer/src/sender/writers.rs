@@ -22,7 +22,7 @@ use crate::sendfiles::{open_source, prefix_hash, Source};
 const VERDICT_GRACE: Duration = Duration::from_secs(2);
 
 /// Size of one write.
-pub(super) const CHUNK: usize = 256 << 10;
+pub(crate) const CHUNK: usize = 256 << 10;
 
 /// Application-level rate limit (`-R`) shared by every stream of the job: each write adds to
 /// one byte count and waits until the total is due at the rate, so the streams together keep
@@ -359,6 +359,17 @@ impl FileIo {
     }
 }
 
+/// `reason` without the file's own name: the report line already starts with it, and a
+/// receiver's reason may carry it again (`disk full on the receiver: file mid.bin: write
+/// failed: ...` becomes `disk full on the receiver: write failed: ...`).
+fn without_name(reason: &str, name: &str) -> String {
+    let named = format!("file {name}: ");
+    match reason.find(&named) {
+        Some(at) => format!("{}{}", &reason[..at], &reason[at + named.len()..]),
+        None => reason.to_owned(),
+    }
+}
+
 /// Send one file: resume point, open and snapshot, stream, then the digest and the
 /// receiver's verdict; a file that changed meanwhile is sent again from its start, up to
 /// `retry.max` times (module `retry`), and each retry is said when it happens. A file that
@@ -379,7 +390,7 @@ async fn send_file(
     let fail = |reason: String, resumed_from: u64, attempts: u32| FileReport {
         name: name.clone(),
         ok: false,
-        reason: Some(reason),
+        reason: Some(without_name(&reason, &name)),
         resumed_from,
         retries: attempts - 1,
         skipped: None,
