@@ -570,13 +570,10 @@ fn run_send(a: SendArgs) -> Result<ExitKind, Failed> {
     init_tracing(a.verbose);
     let quiet = a.quiet;
     let trusted = a.pin.is_some() || a.cert.is_some() || a.ca.is_some() || a.tcp;
-    let ssh = over_ssh::target(
-        a.targets.last(),
-        trusted,
-        a.rsh.as_deref(),
-        a.remote_bin.clone(),
-    )
-    .map_err(|e| Failed(ExitKind::Usage, e))?;
+    let files = a.size.is_none() && a.seconds.is_none() && a.targets.len() > 1;
+    let how = (a.rsh.as_deref(), a.remote_bin.clone());
+    let ssh = over_ssh::target(a.targets.last(), files, trusted, how)
+        .map_err(|e| Failed(ExitKind::Usage, e))?;
     let opts = options(a).map_err(options_failed)?;
     let bulk = matches!(opts.job, SendJob::Bulk { .. });
     let rt = runtime().map_err(|e| Failed(ExitKind::Error, e))?;

@@ -1,6 +1,8 @@
 //! `hare-send SRC... [user@]host:[DEST]`: the receiver started through ssh, as scp and qcp do
-//! (crate `hare-ssh`). Without `--pin`, `--cert` or `--ca`, a destination with a `:` before
-//! any `/` is a remote path; `HOST[:PORT]` with a trust option is a listening hare-recv.
+//! (crate `hare-ssh`). For files, without `--pin`, `--cert` or `--ca`, a destination with a
+//! `:` before any `/` is a remote path, unless what follows the `:` is a port number
+//! (`HOST:PORT` stays a listening hare-recv, which then needs a trust option; a remote
+//! directory named by digits is written `host:./5210`).
 
 use std::time::Duration;
 
@@ -27,11 +29,15 @@ pub struct SshTarget {
 /// The ssh destination `last` names, when no trust option makes it a listening receiver.
 pub fn target(
     last: Option<&String>,
+    files: bool,
     trusted: bool,
-    rsh: Option<&str>,
-    remote_bin: Option<String>,
+    (rsh, remote_bin): (Option<&str>, Option<String>),
 ) -> Result<Option<SshTarget>> {
-    let Some(remote) = last.filter(|_| !trusted).and_then(|l| RemotePath::parse(l)) else {
+    let remote = last
+        .filter(|_| files && !trusted)
+        .and_then(|l| RemotePath::parse(l))
+        .filter(|r| r.path.is_empty() || !r.path.bytes().all(|b| b.is_ascii_digit()));
+    let Some(remote) = remote else {
         return Ok(None);
     };
     let env = std::env::var("HARE_RSH").ok();
