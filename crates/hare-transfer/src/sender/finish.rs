@@ -67,8 +67,8 @@ pub(super) fn summarise(
                 t_s: end_s,
                 kind: EventKind::Note {
                     message: format!(
-                        "time is up at {s} s: {:.4} MB written, not delivered, discarded",
-                        discarded as f64 / hare_report::MIB
+                        // Exact bytes: the other end says the same number.
+                        "time is up at {s} s: {discarded} bytes written, not delivered, discarded"
                     ),
                 },
             });
