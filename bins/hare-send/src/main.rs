@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
+mod daemon_dest;
 mod over_ssh;
 mod rerun;
 use clap::{Args, Parser, Subcommand};
@@ -429,6 +430,7 @@ fn options(a: SendArgs) -> Result<SendOptions> {
     }
     let mut targets = a.targets;
     let server = targets.pop().context("missing receiver HOST[:PORT]")?;
+    let (server, dest) = daemon_dest::split(&server);
     let paths = contents_of_dots(targets.into_iter().map(PathBuf::from).collect())?;
     let bulk = a.size.is_some() || a.seconds.is_some();
     let job = match (bulk, paths.is_empty()) {
@@ -498,6 +500,7 @@ fn options(a: SendArgs) -> Result<SendOptions> {
         token: a.token,
         job,
         skip,
+        dest,
         link: Link {
             window: explicit_window.unwrap_or(DEFAULT_WINDOW),
             streams: 1,

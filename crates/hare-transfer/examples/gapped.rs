@@ -211,6 +211,7 @@ async fn attacker(relay: SocketAddr, fp: Fingerprint, stop: Arc<AtomicBool>) {
             dirs: Vec::new(),
             links: Vec::new(),
             skip: None,
+            dest: None,
         },
         window: 1 << 20,
         controller: "gapped".into(),

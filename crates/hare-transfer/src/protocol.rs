@@ -93,6 +93,11 @@ pub enum Job {
         /// receiver that does not list [`feature::SKIP`] ignores it (and refuses them).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         skip: Option<SkipRule>,
+        /// A directory beneath the receiver's `--dir` that the job's names are relative to
+        /// (`hare-send f HOST:PORT:DEST`), checked like a name and created with its parents;
+        /// only to receivers that list [`feature::DEST`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dest: Option<String>,
     },
 }
 
@@ -560,6 +565,8 @@ pub mod feature {
     pub const BULK_END: &str = "bulk-end";
     /// File jobs' `skip` rule (files the receiver has are not sent; others replaced).
     pub const SKIP: &str = "skip";
+    /// File jobs' `dest`, a directory beneath the receiver's `--dir`.
+    pub const DEST: &str = "dest";
 }
 
 /// For `skip_serializing_if`: a false flag is left out of the message.
@@ -803,6 +810,7 @@ mod tests {
             dirs: Vec::new(),
             links: Vec::new(),
             skip: None,
+            dest: None,
         };
         assert_eq!(
             serde_json::to_string(&j).ok().as_deref(),

@@ -143,6 +143,7 @@ pub fn send_options(addr: SocketAddr, trust: Option<Trust>, job: SendJob) -> Sen
         keep: crate::sendfiles::Keep::default(),
         job,
         skip: None,
+        dest: None,
         link: Link {
             window: DEFAULT_WINDOW,
             streams: 1,

@@ -388,6 +388,7 @@ fn hello_with(files: Vec<FileEntry>) -> ToReceiver {
             dirs: Vec::new(),
             links: Vec::new(),
             skip: None,
+            dest: None,
         },
         window: 1 << 20,
         controller: "test".into(),

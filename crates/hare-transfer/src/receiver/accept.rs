@@ -124,7 +124,9 @@ pub(super) fn plan_job(
             dirs,
             links,
             skip,
+            dest,
         } => {
+            let (files, dirs, links) = &super::dest::under(dest.as_deref(), files, dirs, links)?;
             let existing = Existing::of_job(*skip, *force);
             // Links are replaced wherever files may be.
             let force = &(existing != Existing::Refuse);

@@ -281,6 +281,7 @@ async fn welcome(
             feature::RETRY.to_owned(),
             feature::BULK_END.to_owned(),
             feature::SKIP.to_owned(),
+            feature::DEST.to_owned(),
         ],
         links,
     })

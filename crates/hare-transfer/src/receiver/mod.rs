@@ -29,6 +29,7 @@ use crate::stop::Stop;
 use crate::tcp::{self, TcpOptions};
 
 mod accept;
+mod dest;
 mod gate;
 mod job;
 // Peer text for the log (also the sender's), below both sides.

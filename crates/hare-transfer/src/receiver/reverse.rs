@@ -188,6 +188,7 @@ mod tests {
             dirs: Vec::new(),
             links: Vec::new(),
             skip: None,
+            dest: None,
         };
         assert_eq!(check(&bulk), Ok(()));
         assert!(check(&files).is_err_and(|r| r.contains("bulk data only")));

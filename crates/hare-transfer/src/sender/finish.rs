@@ -290,6 +290,7 @@ mod tests {
             dirs: Vec::new(),
             links: vec![link("a"), link("b")],
             skip: None,
+            dest: None,
         }
     }
 

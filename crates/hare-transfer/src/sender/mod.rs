@@ -120,6 +120,9 @@ pub struct SendOptions {
     /// is there (rsync's quick check, `--checksum`, `--ignore-existing`, `--update`); `None`:
     /// existing files are refused unless `force` (`--force` replaces them all).
     pub skip: Option<crate::protocol::SkipRule>,
+    /// File jobs: a directory beneath the receiver's `--dir` to put the files in (`HOST:PORT:DEST`);
+    /// only receivers that take it (else the job stops before any data is sent).
+    pub dest: Option<String>,
     /// `-w` and `--mtu` (its `streams` is set from the job).
     pub link: Link,
     /// `--cc` as given (`None`: hare CUBIC `linux-6`, or kernel `cubic` with `--tcp`).
@@ -287,6 +290,19 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
             granted,
         };
         return reverse_in::take(take, stop, ctl_r, ctl_w).await;
+    }
+    if opts.dest.is_some() && !features.iter().any(|f| f == crate::protocol::feature::DEST) {
+        if let opener::Opener::Quic(c) = &opener {
+            // Ends the job before any data: the receiver drops what it planned.
+            c.close(
+                quinn::VarInt::from_u32(crate::protocol::close::INTERRUPTED),
+                b"no dest",
+            );
+        }
+        return Err(TransferError::Refused(format!(
+            "the receiver ({software}) does not take a destination directory (HOST:PORT:DEST); \
+             upgrade it, or send without DEST"
+        )));
     }
     let link_reports = link_reports(&job, links, &features, &software);
 

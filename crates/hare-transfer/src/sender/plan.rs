@@ -94,6 +94,7 @@ pub(super) fn plan(opts: &SendOptions) -> Result<Plan> {
                 dirs,
                 links,
                 skip: if *force { None } else { opts.skip },
+                dest: opts.dest.clone(),
             };
             (sources, refused, job)
         }

@@ -74,6 +74,7 @@ pub fn files_hello(files: &[(&str, u64)], force: bool, token: Option<&str>) -> T
             dirs: Vec::new(),
             links: Vec::new(),
             skip: None,
+            dest: None,
         },
         window: 1 << 20,
         controller: "hostile".into(),
