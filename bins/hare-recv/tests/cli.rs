@@ -709,3 +709,53 @@ fn a_partial_left_by_a_killed_receiver_is_resumed_after_its_restart() {
     );
     assert!(log.contains(&said), "{log}");
 }
+
+/// Two jobs at once: while they overlap, each line says whose it is (`[PEER #ID]`); a job
+/// alone prints nuttcp's lines as they are.
+#[test]
+fn overlapping_jobs_tag_their_lines() {
+    let state = tempfile::tempdir().expect("tempdir");
+    let id = state.path().join("id");
+    let a = [
+        "--identity".to_owned(),
+        id.to_string_lossy().into_owned(),
+        "--allow".to_owned(),
+        allowed(),
+        "-i".to_owned(),
+        "0.5".to_owned(),
+    ];
+    let r = start(&a.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
+    let pin: Fingerprint = r.fingerprint.parse().expect("pin");
+    let bulk = |secs: f64| {
+        let job = SendJob::Bulk {
+            bytes: None,
+            seconds: Some(secs),
+            streams: 1,
+        };
+        let mut o = send_options(r.addr, Some(Trust::Pin(pin)), job);
+        o.rate = Some(5_000_000);
+        o
+    };
+    rt().block_on(async {
+        let (x, y) = tokio::join!(
+            send(bulk(2.0), Stop::never()),
+            send(bulk(2.0), Stop::never())
+        );
+        x.expect("first");
+        y.expect("second");
+    });
+    let lines: Vec<String> = r.lines.try_iter().collect();
+    let tagged = |id: &str| {
+        lines
+            .iter()
+            .any(|l| l.starts_with("[127.0.0.1:") && l.contains(&format!(" #{id}] ")))
+    };
+    assert!(tagged("1") && tagged("2"), "{lines:#?}");
+    // Alone, a job's lines carry no tag.
+    rt().block_on(send(bulk(1.0), Stop::never()))
+        .expect("third");
+    std::thread::sleep(Duration::from_millis(200));
+    let later: Vec<String> = r.lines.try_iter().collect();
+    assert!(later.iter().any(|l| l.contains("Mbps")), "{later:#?}");
+    assert!(!later.iter().any(|l| l.starts_with('[')), "{later:#?}");
+}

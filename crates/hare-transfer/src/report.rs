@@ -54,6 +54,34 @@ impl OutputOptions {
 pub struct Printer {
     text: bool,
     multi: Option<MultiProgress>,
+    tag: Option<JobTag>,
+}
+
+/// Which job a line belongs to, said only while several jobs of a receiver overlap (one job's
+/// lines read as nuttcp's; two jobs' lines interleaved need a name).
+#[derive(Debug, Clone)]
+pub struct JobTag {
+    text: String,
+    running: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl JobTag {
+    /// `[PEER #ID]` for lines printed while more than one of the `running` jobs run.
+    pub fn new(
+        peer: std::net::SocketAddr,
+        id: u64,
+        running: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ) -> Self {
+        Self {
+            text: format!("[{peer} #{id}]"),
+            running,
+        }
+    }
+
+    fn now(&self) -> Option<&str> {
+        let n = self.running.load(std::sync::atomic::Ordering::Relaxed);
+        (n > 1).then_some(self.text.as_str())
+    }
 }
 
 impl Printer {
@@ -62,7 +90,14 @@ impl Printer {
         Self {
             text: out.text(),
             multi: None,
+            tag: None,
         }
+    }
+
+    /// Tag each line with its job while jobs overlap.
+    pub fn tagged(mut self, tag: JobTag) -> Self {
+        self.tag = Some(tag);
+        self
     }
 
     /// Show progress bars in `multi` and print through it.
@@ -86,6 +121,14 @@ impl Printer {
         if !self.text {
             return;
         }
+        let tagged;
+        let s = match self.tag.as_ref().and_then(JobTag::now) {
+            Some(t) => {
+                tagged = format!("{t} {s}");
+                tagged.as_str()
+            }
+            None => s,
+        };
         match &self.multi {
             Some(m) => {
                 let _ = m.println(s);

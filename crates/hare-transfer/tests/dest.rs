@@ -37,7 +37,10 @@ fn files_land_beneath_the_destination_and_nowhere_else() {
     for (dest, why) in [
         ("../up", "destination `../up`: `..` component"),
         ("/etc", "destination `/etc`: absolute path"),
-        ("lnk/x", "lnk/x/notes.txt: lnk is a symbolic link; not followed"),
+        (
+            "lnk/x",
+            "lnk/x/notes.txt: lnk is a symbolic link; not followed",
+        ),
     ] {
         let err = with(dest).expect_err(dest);
         assert!(

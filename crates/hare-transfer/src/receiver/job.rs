@@ -41,6 +41,8 @@ pub(super) struct JobCtx {
     pub(super) names: FinalNames,
     /// Out-of-order data held by all this receiver's jobs.
     pub(super) reorder: Arc<ReorderBudget>,
+    /// The receiver's running jobs (for tagging lines while they overlap).
+    pub(super) jobs: super::JobCount,
     /// Admission: the pre-auth place this connection holds until its job is admitted.
     pub(super) gate: Gate,
     pub(super) preauth: Option<Ticket>,
@@ -99,7 +101,9 @@ pub(super) async fn run_job(
         timeout: ctx.opts.limits.write_timeout,
     };
     let hello = read_hello(&ctx, &mut ctl_r).await?;
-    let printer = Printer::new(&ctx.opts.output);
+    let (job_id, _running) = ctx.jobs.start();
+    let tag = crate::report::JobTag::new(ctx.peer, job_id, ctx.jobs.running.clone());
+    let printer = Printer::new(&ctx.opts.output).tagged(tag);
     let (accepted, plans, grant, _slot) = match admit(&mut ctx, &hello).await {
         Ok(a) => a,
         Err(e) => {

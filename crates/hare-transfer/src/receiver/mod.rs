@@ -49,6 +49,36 @@ use quic::serve_quic;
 pub(super) struct Shared {
     pub(super) names: crate::recvfile::FinalNames,
     pub(super) reorder: Arc<crate::recvfile::ReorderBudget>,
+    pub(super) jobs: JobCount,
+}
+
+/// The jobs of a receiver: how many run now (their lines are tagged while more than one
+/// does) and the number the next one gets.
+#[derive(Debug, Clone, Default)]
+pub(super) struct JobCount {
+    pub(super) running: Arc<std::sync::atomic::AtomicUsize>,
+    next: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl JobCount {
+    /// A new job's number (1, 2, ...) and its place among the running ones, given back when
+    /// the guard is dropped.
+    pub(super) fn start(&self) -> (u64, RunningJob) {
+        use std::sync::atomic::Ordering;
+        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        self.running.fetch_add(1, Ordering::Relaxed);
+        (id, RunningJob(self.running.clone()))
+    }
+}
+
+/// One running job, counted until dropped.
+#[derive(Debug)]
+pub(super) struct RunningJob(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for RunningJob {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl Shared {
@@ -59,6 +89,7 @@ impl Shared {
                 limits.max_reorder_ranges,
                 limits.max_reorder_bytes,
             )),
+            jobs: JobCount::default(),
         }
     }
 }

@@ -207,6 +207,7 @@ async fn quic_connection(
         session: None,
         names: names.names,
         reorder: names.reorder,
+        jobs: names.jobs,
         gate,
         preauth: Some(ticket),
         hello_deadline,

@@ -116,6 +116,7 @@ async fn tcp_socket(
             session: Some(id),
             names: names.names,
             reorder: names.reorder,
+            jobs: names.jobs,
             gate,
             preauth: Some(ticket),
             hello_deadline,
