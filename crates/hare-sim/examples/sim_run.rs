@@ -59,6 +59,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             s.slow_start_exit
         );
     }
+    if let Some(w) = out.max_receive_window {
+        println!("autotuned receive window: largest {w} bytes");
+    }
     println!(
         "sim {:.2} s in {:.2} wall s ({:.2}x), {} datagrams, forward drops {:?}",
         out.sim_seconds,
