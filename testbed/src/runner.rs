@@ -124,6 +124,7 @@ impl Job {
             stream_receive: s.windows.stream.unwrap_or(d.stream_receive),
             receive: s.windows.connection.unwrap_or(d.receive),
             send: s.windows.send.unwrap_or(d.send),
+            autotune: s.windows.autotune,
         };
         cfg.workload = match (f.workload.bytes, f.workload.duration) {
             (Some(b), _) => Workload::Bytes(b.0),

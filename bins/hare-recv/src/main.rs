@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use hare_transfer::cc::QuicCc;
 use hare_transfer::exit::{ExitKind, RECV_EXIT_HELP};
-use hare_transfer::quic_config::{Link, DEFAULT_WINDOW};
+use hare_transfer::quic_config::Link;
 use hare_transfer::receiver::DEFAULT_PORT;
 use hare_transfer::report::{JsonTarget, OutputOptions};
 use hare_transfer::tcp::TcpOptions;
@@ -50,8 +50,10 @@ struct Cli {
     /// Receive files into this directory (without it, file jobs are refused).
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
-    /// Stream receive window (k/m/g powers of 2; with --tcp: SO_RCVBUF). Default 32m (QUIC).
-    #[arg(short = 'w', value_name = "SIZE")]
+    /// Receive window (k/m/g powers of 2; with --tcp: SO_RCVBUF). Default auto: the
+    /// connection window starts small and grows each round trip to about twice what the
+    /// path delivered, up to --max-window (QUIC); kernel autotuning (TCP).
+    #[arg(short = 'w', value_name = "SIZE|auto")]
     window: Option<String>,
     /// Fixed UDP payload size (initial MTU, max UDP payload and MTU-discovery bound).
     #[arg(long, value_name = "BYTES")]
@@ -79,8 +81,9 @@ struct Cli {
     /// Longest timed bulk job, seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = Limits::default().max_seconds)]
     max_time: f64,
-    /// Largest connection window granted to one sender (bounds memory per connection).
-    #[arg(long, value_name = "SIZE", default_value = "256m")]
+    /// Largest connection window granted to one sender, and the cap of -w auto (bounds
+    /// memory per connection).
+    #[arg(long, value_name = "SIZE", default_value = "128m")]
     max_window: String,
     /// Serve one job, then exit with its status.
     #[arg(short = '1', long)]
@@ -223,7 +226,10 @@ fn options(cli: Cli) -> Result<(RecvOptions, PathBuf)> {
         None => hare_transfer::identity::default_dir()
             .context("no home directory: give --identity DIR")?,
     };
-    let explicit_window = cli.window.as_deref().map(|w| size(w, "-w")).transpose()?;
+    let max_window = size(&cli.max_window, "--max-window")?;
+    let link = Link::from_args(cli.window.as_deref(), max_window, cli.mtu)?;
+    // Kernel TCP autotunes by itself unless a size is set.
+    let explicit_window = (!link.auto).then_some(link.window);
     let json = cli.json.map(|j| {
         if j == "-" {
             JsonTarget::Stdout
@@ -254,11 +260,7 @@ fn options(cli: Cli) -> Result<(RecvOptions, PathBuf)> {
         names: cli.names,
         token: cli.token,
         dir: cli.dir,
-        link: Link {
-            window: explicit_window.unwrap_or(DEFAULT_WINDOW),
-            streams: 1,
-            mtu: cli.mtu,
-        },
+        link,
         cc,
         qlog: cli.qlog,
         interval: Duration::from_secs_f64(cli.interval),
@@ -270,7 +272,7 @@ fn options(cli: Cli) -> Result<(RecvOptions, PathBuf)> {
                 .clamp(1, cli.max_conns.max(1)),
             max_job_bytes: size(&cli.max_size, "--max-size")?,
             max_seconds: cli.max_time,
-            max_window: size(&cli.max_window, "--max-window")?,
+            max_window,
             safe_links: cli.safe_links,
             min_progress: size(&cli.min_rate, "--min-rate")?,
             max_reorder_ranges: cli.reorder_ranges,

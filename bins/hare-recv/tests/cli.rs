@@ -285,6 +285,7 @@ fn a_killed_receiver_is_reported_within_the_idle_timeout() {
     opts.liveness = hare_transfer::quic_config::Liveness {
         idle_timeout: Duration::from_secs(3),
         keep_alive: Duration::from_millis(500),
+        ..Default::default()
     };
     let jsonl = state.path().join("run.jsonl");
     opts.output.jsonl = Some(jsonl.clone());
@@ -504,6 +505,7 @@ fn sender_process_for_the_kill_test() {
     opts.liveness = hare_transfer::quic_config::Liveness {
         idle_timeout: Duration::from_secs(2),
         keep_alive: Duration::from_millis(500),
+        ..Default::default()
     };
     let _ = rt().block_on(send(opts, Stop::never()));
 }
@@ -683,6 +685,7 @@ fn a_partial_left_by_a_killed_receiver_is_resumed_after_its_restart() {
     opts.liveness = hare_transfer::quic_config::Liveness {
         idle_timeout: Duration::from_secs(2),
         keep_alive: Duration::from_millis(500),
+        ..Default::default()
     };
     let (res, _, _) = send_and_kill(opts, &mut r);
     assert!(res.is_err() || res.is_ok_and(|o| o.files.iter().any(|f| !f.ok)));

@@ -17,7 +17,7 @@ use clap::{Args, Parser, Subcommand};
 use hare_transfer::exit::{ExitKind, SEND_EXIT_HELP};
 use hare_transfer::protocol::SkipRule;
 use hare_transfer::quic_config::{
-    Link, Liveness, DEFAULT_KEEP_ALIVE, DEFAULT_SEND_IDLE_TIMEOUT, DEFAULT_WINDOW,
+    Link, Liveness, DEFAULT_CONNECT_TIMEOUT, DEFAULT_KEEP_ALIVE, DEFAULT_SEND_IDLE_TIMEOUT,
 };
 use hare_transfer::report::{JsonTarget, OutputOptions};
 use hare_transfer::trust::Trust;
@@ -84,9 +84,14 @@ struct SendArgs {
     #[arg(short = 'i', value_name = "SECONDS", default_value_t = 1.0)]
     interval: f64,
     /// Window like nuttcp -w: stream and connection receive windows and the send window
-    /// (with --tcp: SO_SNDBUF/SO_RCVBUF). Default 32m (QUIC), kernel autotuning (TCP).
-    #[arg(short = 'w', value_name = "SIZE")]
+    /// (with --tcp: SO_SNDBUF/SO_RCVBUF). Default auto: windows that start small and grow
+    /// each round trip to about twice what the path delivered, up to --max-window (QUIC);
+    /// kernel autotuning (TCP).
+    #[arg(short = 'w', value_name = "SIZE|auto")]
     window: Option<String>,
+    /// Cap of -w auto (bounds the memory one connection holds).
+    #[arg(long, value_name = "SIZE", default_value = "128m")]
+    max_window: String,
     /// Fixed UDP payload size: initial MTU, max UDP payload and MTU-discovery bound together
     /// (with --tcp: TCP_MAXSEG for the same IP packet size).
     #[arg(long, value_name = "BYTES")]
@@ -168,6 +173,10 @@ struct SendArgs {
     /// the path or the receiver is gone.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_KEEP_ALIVE.as_secs_f64())]
     keep_alive: f64,
+    /// Give up a connection attempt that gets no answer within this many seconds (a note
+    /// comes after 1.5 s).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_CONNECT_TIMEOUT.as_secs_f64())]
+    connect_timeout: f64,
     /// No report lines.
     #[arg(short = 'q', long)]
     quiet: bool,
@@ -457,8 +466,15 @@ fn options(a: SendArgs) -> Result<SendOptions> {
     let liveness = Liveness {
         idle_timeout: seconds(a.idle_timeout, "--idle-timeout")?,
         keep_alive: seconds(a.keep_alive, "--keep-alive")?,
+        connect_timeout: seconds(a.connect_timeout, "--connect-timeout")?,
     };
-    let explicit_window = a.window.as_deref().map(|w| size(w, "-w")).transpose()?;
+    let link = Link::from_args(
+        a.window.as_deref(),
+        size(&a.max_window, "--max-window")?,
+        a.mtu,
+    )?;
+    // Kernel TCP autotunes by itself unless a size is set.
+    let explicit_window = (!link.auto).then_some(link.window);
     let trust = match (a.pin, a.cert, a.ca) {
         (Some(p), _, _) => Some(Trust::Pin(p.parse()?)),
         (_, Some(c), _) => Some(Trust::CertFile(c)),
@@ -501,11 +517,7 @@ fn options(a: SendArgs) -> Result<SendOptions> {
         job,
         skip,
         dest,
-        link: Link {
-            window: explicit_window.unwrap_or(DEFAULT_WINDOW),
-            streams: 1,
-            mtu: a.mtu,
-        },
+        link,
         cc: a.cc,
         qlog: a.qlog,
         interval: Duration::from_secs_f64(a.interval),

@@ -158,6 +158,43 @@ fn wrong_pin_exits_nonzero_and_says_so() {
 }
 
 #[test]
+fn nobody_listening_is_said_within_two_seconds_then_given_up() {
+    // A loopback UDP port with nothing behind it: bound, then closed again.
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .expect("free port")
+        .port();
+    let pin = "00".repeat(32);
+    let t = Instant::now();
+    let child = hare_send()
+        .args(["-n", "1m", "--connect-timeout", "3", "--pin", &pin])
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn hare-send");
+    let out = wait_bounded(child, Duration::from_secs(20));
+    let took = t.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    let note = format!(
+        "hare-send: no answer yet from 127.0.0.1:{port} over UDP: is hare-recv running there?"
+    );
+    assert!(err.contains(&note), "{err}");
+    assert!(
+        err.contains(&format!(
+            "no answer from 127.0.0.1:{port} over UDP within 3 s (--connect-timeout)"
+        )),
+        "{err}"
+    );
+    // Given up at the connect timeout, not at the idle timeout or later.
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(8),
+        "{took:?}"
+    );
+}
+
+#[test]
 fn no_trust_is_a_usage_error() {
     let out = run(hare_send().args(["-n", "1m", "127.0.0.1:9"]));
     assert_eq!(out.status.code(), Some(2));

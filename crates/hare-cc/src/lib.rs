@@ -159,6 +159,7 @@ macro_rules! model_modules {
     };
 }
 model_modules!(adapter, bic, clock, cuberoot, cubic, factory, reno, tcp_cong, tcp_sock);
+pub mod autotune;
 mod cc_module;
 mod driver;
 pub mod engine;

@@ -1,6 +1,7 @@
 //! One simulated run, printed nuttcp-style with its events:
 //! `cargo run -p hare-sim --example sim_run -- CONTROLLER RATE RTT QUEUE WINDOW SECONDS [MTU]`
-//! e.g. `cubic@linux-2.6.20,initial_ssthresh=100 10g 80ms 100m 60m 30 8952`.
+//! e.g. `cubic@linux-2.6.20,initial_ssthresh=100 10g 80ms 100m 60m 30 8952`; WINDOW `auto`
+//! is hare's autotuned default.
 
 use std::time::Duration;
 
@@ -19,7 +20,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(parse_size(&a[3])?),
     );
     let mut cfg = SimConfig::new("sim_run", path.forward, path.reverse, a[0].clone());
-    cfg.windows = Windows::uniform(parse_size(&a[4])?.0);
+    // `auto`: hare's default, the autotuned window up to its default cap.
+    cfg.windows = match a[4].as_str() {
+        "auto" => Windows::auto(hare_cc::autotune::DEFAULT_MAX_WINDOW),
+        w => Windows::uniform(parse_size(w)?.0),
+    };
     cfg.workload = Workload::Duration(Duration::from_secs(a[5].parse()?));
     if let Some(m) = a.get(6) {
         cfg.mtu = m.parse()?;
@@ -53,6 +58,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             s.max_cwnd_segments,
             s.slow_start_exit
         );
+    }
+    if let Some(w) = out.max_receive_window {
+        println!("autotuned receive window: largest {w} bytes");
     }
     println!(
         "sim {:.2} s in {:.2} wall s ({:.2}x), {} datagrams, forward drops {:?}",

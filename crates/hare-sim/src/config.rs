@@ -46,6 +46,11 @@ pub struct Windows {
     pub receive: u64,
     /// Send window in bytes.
     pub send: u64,
+    /// Receive-window autotuning up to this many bytes (`-w auto`): the connection window
+    /// starts at `receive` and grows each round trip to about twice what the receiving
+    /// application read ([`hare_cc::autotune::RcvAutotune`], the code hare-recv runs).
+    /// `None`: the windows stay as set.
+    pub autotune: Option<u64>,
 }
 
 impl Windows {
@@ -56,7 +61,25 @@ impl Windows {
             stream_receive: bytes,
             receive: bytes,
             send: bytes,
+            autotune: None,
         }
+    }
+
+    /// hare's default, `-w auto` up to `cap` bytes: a stream window and send window of `cap`
+    /// (they never limit: the connection window does), and a connection window that starts
+    /// at [`hare_cc::autotune::INITIAL_WINDOW`] and autotunes up to `cap`.
+    pub fn auto(cap: u64) -> Self {
+        Windows {
+            stream_receive: cap,
+            receive: hare_cc::autotune::INITIAL_WINDOW.min(cap),
+            send: cap,
+            autotune: Some(cap),
+        }
+    }
+
+    /// The largest connection window the receiver may reach: the cap when autotuned.
+    pub fn receive_limit(&self) -> u64 {
+        self.autotune.unwrap_or(self.receive)
     }
 
     /// quinn-proto 0.11's defaults: 1.25 MB stream window, unlimited connection window,
@@ -66,6 +89,7 @@ impl Windows {
             stream_receive: 1_250_000,
             receive: (1u64 << 62) - 1,
             send: 10_000_000,
+            autotune: None,
         }
     }
 }

@@ -39,6 +39,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
+use hare_cc::autotune::RcvAutotune;
 use quinn_proto::{ClientConfig, Connection, Endpoint, ServerConfig};
 
 use crate::client::ClientSide;
@@ -120,7 +121,7 @@ impl Engine {
             pool(mtu * cfg.gso_segments),
         );
         let thinner = (cfg.receiver_acks == ReceiverAcks::Linux26).then(|| {
-            let clamp = cfg.windows.stream_receive.min(cfg.windows.receive);
+            let clamp = cfg.windows.stream_receive.min(cfg.windows.receive_limit());
             let quick = quickack_segments(clamp, u64::from(cfg.mtu));
             AckThinner::new(crate::identity::SeededCids::LEN, quick)
         });
@@ -131,6 +132,11 @@ impl Engine {
             cfg.read_mode == ReadMode::Ordered,
             thinner,
             pool(mtu * cfg.gso_segments),
+        )
+        .with_autotune(
+            cfg.windows
+                .autotune
+                .map(|cap| RcvAutotune::new(cfg.windows.receive, cap, u64::from(cfg.mtu))),
         );
         Ok(Engine {
             clock,

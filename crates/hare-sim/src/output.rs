@@ -79,6 +79,9 @@ pub struct SimOutput {
     /// Windows of virtual time the two endpoints ran through on two threads (0: one thread
     /// throughout; see [`crate::Threads`]).
     pub windows: u64,
+    /// The largest connection receive window the receiver granted with autotuning
+    /// ([`crate::Windows::autotune`]); `None` when the windows were fixed.
+    pub max_receive_window: Option<u64>,
 }
 
 impl SimOutput {

@@ -147,7 +147,7 @@ pub(crate) fn header(cfg: &SimConfig, profile: Option<String>, interval_s: f64) 
         mtu: u32::from(cfg.mtu),
         windows: hare_report::Windows {
             stream_receive: Some(cfg.windows.stream_receive),
-            receive: Some(cfg.windows.receive),
+            receive: Some(cfg.windows.receive_limit()),
             send: Some(cfg.windows.send),
         },
         path: Some(path_info(cfg)),

@@ -389,6 +389,7 @@ impl Runner<'_> {
             origin_s: origin_ns as f64 / 1e9,
             datagrams: self.engine.client.out.offered + self.engine.server.out.offered,
             windows: self.windows,
+            max_receive_window: self.engine.server.max_receive_window,
         };
         match end {
             End::Done => Ok(output),

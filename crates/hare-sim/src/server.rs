@@ -4,7 +4,10 @@
 use std::time::Instant;
 
 use bytes::BytesMut;
-use quinn_proto::{Connection, DatagramEvent, Dir, Event, ReadError, ReadableError, StreamId};
+use hare_cc::autotune::RcvAutotune;
+use quinn_proto::{
+    Connection, DatagramEvent, Dir, Event, ReadError, ReadableError, StreamId, VarInt,
+};
 
 use crate::error::Endpoint as Side;
 use crate::peer::Peer;
@@ -41,6 +44,10 @@ pub(crate) struct ServerSide {
     pub done_at: Option<u64>,
     /// When the application last got payload (0 before it did).
     pub last_read: u64,
+    /// Receive-window autotuning (`-w auto`), fed with the application's byte count.
+    autotune: Option<RcvAutotune>,
+    /// The largest connection receive window granted (the initial one until it grows).
+    pub max_receive_window: Option<u64>,
 }
 
 impl ServerSide {
@@ -69,7 +76,16 @@ impl ServerSide {
             returned,
             done_at: None,
             last_read: 0,
+            autotune: None,
+            max_receive_window: None,
         }
+    }
+
+    /// The same side with its connection window autotuned by `autotune`.
+    pub fn with_autotune(mut self, autotune: Option<RcvAutotune>) -> Self {
+        self.max_receive_window = autotune.as_ref().map(RcvAutotune::window);
+        self.autotune = autotune;
+        self
     }
 
     /// Payload bytes the application has read.
@@ -151,6 +167,14 @@ impl ServerSide {
             Self::read(r, conn, id, &mut self.returned)?;
             if r.read > before {
                 self.last_read = now;
+            }
+            if let Some(a) = self.autotune.as_mut() {
+                // Once per RTT, as hare-recv's tuner: the bytes the application read.
+                let at = std::time::Duration::from_nanos(now);
+                if let Some(w) = a.on_progress(at, r.read, conn.rtt()) {
+                    conn.set_receive_window(VarInt::from_u64(w).unwrap_or(VarInt::MAX));
+                    self.max_receive_window = Some(w);
+                }
             }
             if r.fin && self.done_at.is_none() {
                 self.done_at = Some(now);

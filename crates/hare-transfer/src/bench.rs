@@ -368,9 +368,8 @@ pub fn table(cases: &[BenchCase]) -> String {
 
 fn plain_link(mtu: u16, window: u64) -> Link {
     Link {
-        window,
-        streams: 1,
         mtu: Some(mtu),
+        ..Link::fixed(window)
     }
 }
 

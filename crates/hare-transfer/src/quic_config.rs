@@ -8,10 +8,16 @@ use quinn::{EndpointConfig, MtuDiscoveryConfig, TransportConfig, VarInt};
 
 use crate::error::{Result, TransferError};
 
-/// Default `-w`: 32 MiB, about 2.5 x the BDP of 1 Gbit/s x 100 ms (12.5 MB), so that the
-/// default never limits such a path even while recovering from a loss (docs/PLATFORM.md: quinn's
-/// own defaults cap one stream near 100 Mbit/s at 100 ms).
+/// A fixed `-w` for tools that want one (the loopback bench, tests): 32 MiB, about 2.5 x the
+/// BDP of 1 Gbit/s x 100 ms (12.5 MB). hare-send and hare-recv default to `-w auto`
+/// ([`Link::auto`]).
 pub const DEFAULT_WINDOW: u64 = 32 << 20;
+/// Default `--max-window`, the cap of `-w auto` ([`hare_cc::autotune::DEFAULT_MAX_WINDOW`],
+/// the same in hare-sim).
+pub const DEFAULT_MAX_WINDOW: u64 = hare_cc::autotune::DEFAULT_MAX_WINDOW;
+/// How often an autotuned connection looks at what it received: well below any wide-area
+/// RTT, so that the once-per-RTT decision comes at most this late.
+const AUTOTUNE_TICK: Duration = Duration::from_millis(10);
 /// Connection credit and send buffer kept beyond the data streams' windows for the control
 /// stream (see [`Link::connection_window`]).
 pub const CONTROL_ALLOWANCE: u64 = 1 << 20;
@@ -29,6 +35,8 @@ pub const DEFAULT_SEND_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default `--keep-alive` of the sender: a PING this often keeps ACKs coming while no data
 /// flows (a file waiting for its verdict), so silence means the path or the peer is gone.
 pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(2);
+/// Default `--connect-timeout`: a handshake that gets no answer is given up this soon.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How soon a silent peer is given up (`--idle-timeout`) and how often a quiet connection
 /// is probed (`--keep-alive`).
@@ -38,6 +46,8 @@ pub struct Liveness {
     pub idle_timeout: Duration,
     /// QUIC keep-alive (PING) interval.
     pub keep_alive: Duration,
+    /// `--connect-timeout`: how long the handshake may go unanswered.
+    pub connect_timeout: Duration,
 }
 
 impl Default for Liveness {
@@ -45,12 +55,14 @@ impl Default for Liveness {
         Self {
             idle_timeout: DEFAULT_SEND_IDLE_TIMEOUT,
             keep_alive: DEFAULT_KEEP_ALIVE,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         }
     }
 }
 
 impl Liveness {
-    /// Check the settings: an idle timeout of 1 s to 1 h, a keep-alive shorter than it.
+    /// Check the settings: an idle timeout of 1 s to 1 h, a keep-alive shorter than it, a
+    /// connect timeout of 1 s to 1 h.
     pub fn validate(&self) -> Result<()> {
         let idle = self.idle_timeout.as_secs_f64();
         if !(1.0..=3600.0).contains(&idle) {
@@ -64,6 +76,12 @@ impl Liveness {
                 "--keep-alive {ka}: must be at least 0.1 s and below --idle-timeout ({idle} s)"
             )));
         }
+        let ct = self.connect_timeout.as_secs_f64();
+        if !(1.0..=3600.0).contains(&ct) {
+            return Err(TransferError::Usage(format!(
+                "--connect-timeout {ct}: must be 1 to 3600 seconds"
+            )));
+        }
         Ok(())
     }
 
@@ -75,9 +93,20 @@ impl Liveness {
 }
 
 /// The flow-control and datagram settings of one end.
+///
+/// Fixed (`-w SIZE`): every data stream may hold `window` bytes unread, the connection
+/// `window x streams` plus [`CONTROL_ALLOWANCE`]. Autotuned (`-w auto`, [`Link::auto`]):
+/// quinn fixes the per-stream window at the handshake, but lets the connection window
+/// grow at run time (`Connection::set_receive_window`); so the stream windows are the cap
+/// (they never limit) and the connection window is what is tuned: it starts at
+/// [`hare_cc::autotune::INITIAL_WINDOW`] and grows each round trip to about twice what the
+/// path delivered ([`hare_cc::autotune::RcvAutotune`], as Linux's `tcp_rcv_space_adjust()`),
+/// never beyond `window` plus [`CONTROL_ALLOWANCE`] whatever the stream count: the cap bounds
+/// what one connection buffers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Link {
-    /// `-w`: the per-stream receive window and the unit of the connection and send windows.
+    /// `-w`: the per-stream receive window and the unit of the connection and send windows;
+    /// with `auto`, the cap (`--max-window`).
     pub window: u64,
     /// Parallel data streams (the connection and send windows are `window x streams`, like
     /// nuttcp's `-w` per socket times `-P` sockets, plus [`CONTROL_ALLOWANCE`]).
@@ -85,21 +114,82 @@ pub struct Link {
     /// `--mtu`: fixed UDP payload size (initial MTU = max UDP payload = discovery bound);
     /// `None` keeps quinn's discovery from 1200 up to 1452.
     pub mtu: Option<u16>,
+    /// `-w auto`: the connection receive window autotunes up to `window`.
+    pub auto: bool,
 }
 
 impl Link {
-    /// Connection receive window and send window in bytes: `window x streams` for the data
-    /// plus [`CONTROL_ALLOWANCE`]. The data streams are each held to `window` by stream flow
-    /// control, so they can never use up the connection's credit or send buffer, and a control
-    /// message (a progress request, a file digest) never waits behind a window of data.
+    /// `-w auto` up to `cap` bytes (`--max-window`), one stream, MTU discovery.
+    pub fn auto(cap: u64) -> Self {
+        Self {
+            window: cap,
+            streams: 1,
+            mtu: None,
+            auto: true,
+        }
+    }
+
+    /// `-w window`, one stream, MTU discovery.
+    pub fn fixed(window: u64) -> Self {
+        Self {
+            auto: false,
+            ..Self::auto(window)
+        }
+    }
+
+    /// Connection receive window (its cap when autotuned) and send window in bytes.
+    ///
+    /// Fixed: `window x streams` for the data plus [`CONTROL_ALLOWANCE`]. The data streams are
+    /// each held to `window` by stream flow control, so they can never use up the
+    /// connection's credit or send buffer, and a control message (a progress request, a file
+    /// digest) never waits behind a window of data. Autotuned: `window` plus
+    /// [`CONTROL_ALLOWANCE`] for any number of streams; the data may then use the allowance
+    /// too, and a control message (sent at a higher priority) waits at most until the
+    /// receiver has read what is in flight, which it does at once.
     pub fn connection_window(&self) -> u64 {
+        let streams = if self.auto { 1 } else { self.streams.max(1) };
         self.window
-            .saturating_mul(u64::from(self.streams.max(1)))
+            .saturating_mul(u64::from(streams))
             .saturating_add(CONTROL_ALLOWANCE)
+    }
+
+    /// The connection receive window a connection starts with: the autotuner's first window
+    /// plus [`CONTROL_ALLOWANCE`], or [`Link::connection_window`] when fixed.
+    pub fn initial_receive_window(&self) -> u64 {
+        if self.auto {
+            hare_cc::autotune::INITIAL_WINDOW
+                .min(self.window)
+                .saturating_add(CONTROL_ALLOWANCE)
+        } else {
+            self.connection_window()
+        }
+    }
+
+    /// The settings of `-w VALUE` (`auto`, also when not given, or a size such as `100m`,
+    /// k/m/g powers of 2), `--max-window` (`max_window`: the cap of `auto`) and `--mtu`,
+    /// one stream.
+    pub fn from_args(window: Option<&str>, max_window: u64, mtu: Option<u16>) -> Result<Self> {
+        let link = match window {
+            None | Some("auto") => Self::auto(max_window),
+            Some(w) => {
+                let size = hare_link::units::parse_size(w)
+                    .map_err(|e| TransferError::Usage(format!("-w {w}: {e}")))?;
+                Self::fixed(size.bytes())
+            }
+        };
+        let link = Self { mtu, ..link };
+        link.validate()?;
+        Ok(link)
     }
 
     /// Check the settings.
     pub fn validate(&self) -> Result<()> {
+        if self.window < MIN_WINDOW && self.auto {
+            return Err(TransferError::Usage(format!(
+                "--max-window {} is below the minimum of {MIN_WINDOW} bytes",
+                self.window
+            )));
+        }
         if self.window < MIN_WINDOW {
             return Err(TransferError::Usage(format!(
                 "-w {} is below the minimum of {MIN_WINDOW} bytes",
@@ -138,7 +228,7 @@ impl Link {
     pub fn transport(&self) -> TransportConfig {
         let mut t = TransportConfig::default();
         let w = VarInt::from_u64(self.window).unwrap_or(VarInt::MAX);
-        let cw = VarInt::from_u64(self.connection_window()).unwrap_or(VarInt::MAX);
+        let cw = VarInt::from_u64(self.initial_receive_window()).unwrap_or(VarInt::MAX);
         t.stream_receive_window(w)
             .receive_window(cw)
             .send_window(self.connection_window())
@@ -153,6 +243,52 @@ impl Link {
                 .mtu_discovery_config(Some(d));
         }
         t
+    }
+}
+
+/// Open `conn`'s connection receive window to `grant` bytes (what this receiver grants the
+/// peer, at most [`Link::connection_window`]): at once when `link` is fixed; when autotuned,
+/// from [`Link::initial_receive_window`] upwards by a task that lives as long as `conn` and
+/// grows the window once per round trip to about twice the bytes that arrived
+/// ([`hare_cc::autotune::RcvAutotune`]; UDP payload bytes, which is what the window credits
+/// give the path room for), never beyond `grant`.
+pub fn open_receive_window(conn: &quinn::Connection, link: &Link, grant: u64) {
+    if !link.auto {
+        conn.set_receive_window(VarInt::from_u64(grant).unwrap_or(VarInt::MAX));
+        return;
+    }
+    let initial = link.initial_receive_window().min(grant);
+    conn.set_receive_window(VarInt::from_u64(initial).unwrap_or(VarInt::MAX));
+    // The tuner counts data credit; the control allowance stays on top.
+    let data = |w: u64| w.saturating_sub(CONTROL_ALLOWANCE).max(MIN_WINDOW);
+    let tuner = hare_cc::autotune::RcvAutotune::new(
+        data(initial),
+        data(grant),
+        u64::from(link.max_udp_payload()),
+    );
+    tokio::spawn(autotune(conn.clone(), tuner));
+}
+
+/// The task of [`open_receive_window`]: until the connection closes, every
+/// [`AUTOTUNE_TICK`], the bytes received so far and the smoothed RTT go to the tuner.
+async fn autotune(conn: quinn::Connection, mut tuner: hare_cc::autotune::RcvAutotune) {
+    let start = std::time::Instant::now();
+    let closed = conn.closed();
+    tokio::pin!(closed);
+    loop {
+        tokio::select! {
+            _ = &mut closed => return,
+            _ = tokio::time::sleep(AUTOTUNE_TICK) => {}
+        }
+        let s = conn.stats();
+        if let Some(w) = tuner.on_progress(start.elapsed(), s.udp_rx.bytes, s.path.rtt) {
+            let w = w.saturating_add(CONTROL_ALLOWANCE);
+            conn.set_receive_window(VarInt::from_u64(w).unwrap_or(VarInt::MAX));
+        }
+        if tuner.window() >= tuner.cap() {
+            // At the cap: nothing left to tune.
+            return;
+        }
     }
 }
 
@@ -173,13 +309,44 @@ mod tests {
     #[test]
     fn windows_scale_with_streams() {
         let l = Link {
-            window: 1 << 20,
             streams: 4,
-            mtu: None,
+            ..Link::fixed(1 << 20)
         };
         assert_eq!(l.connection_window(), (4 << 20) + CONTROL_ALLOWANCE);
+        assert_eq!(l.initial_receive_window(), l.connection_window());
         assert!(l.validate().is_ok());
         assert_eq!(l.max_udp_payload(), 1452);
+    }
+
+    #[test]
+    fn an_autotuned_window_starts_small_and_is_capped_whatever_the_streams() {
+        let l = Link {
+            streams: 8,
+            ..Link::auto(DEFAULT_MAX_WINDOW)
+        };
+        assert_eq!(l.connection_window(), (128 << 20) + CONTROL_ALLOWANCE);
+        assert_eq!(l.initial_receive_window(), (128 << 10) + CONTROL_ALLOWANCE);
+        assert!(l.validate().is_ok());
+    }
+
+    #[test]
+    fn window_arguments() {
+        let auto = Link::from_args(None, 64 << 20, None).expect("valid");
+        assert_eq!(auto, Link::auto(64 << 20));
+        assert_eq!(
+            Link::from_args(Some("auto"), 64 << 20, None).ok(),
+            Some(auto)
+        );
+        let fixed = Link::from_args(Some("100m"), 64 << 20, Some(8952)).expect("valid");
+        assert_eq!(
+            fixed,
+            Link {
+                mtu: Some(8952),
+                ..Link::fixed(100 << 20)
+            }
+        );
+        assert!(Link::from_args(Some("lots"), 64 << 20, None).is_err());
+        assert!(Link::from_args(None, 1000, None).is_err());
     }
 
     #[test]
@@ -190,22 +357,15 @@ mod tests {
 
     #[test]
     fn bad_settings_are_refused() {
+        assert!(Link::fixed(1000).validate().is_err());
         let l = Link {
-            window: 1000,
-            streams: 1,
-            mtu: None,
-        };
-        assert!(l.validate().is_err());
-        let l = Link {
-            window: DEFAULT_WINDOW,
-            streams: 1,
             mtu: Some(1100),
+            ..Link::fixed(DEFAULT_WINDOW)
         };
         assert!(l.validate().is_err());
         let l = Link {
-            window: DEFAULT_WINDOW,
-            streams: 1,
             mtu: Some(8952),
+            ..Link::fixed(DEFAULT_WINDOW)
         };
         assert!(l.validate().is_ok());
         assert_eq!(l.max_udp_payload(), 8952);
@@ -216,11 +376,19 @@ mod tests {
     fn liveness_is_checked() {
         assert!(Liveness::default().validate().is_ok());
         let s = Duration::from_secs;
-        let bad = [(s(0), s(0)), (s(5), s(5)), (s(5), s(0)), (s(4000), s(1))];
-        for (idle_timeout, keep_alive) in bad {
+        let bad = [
+            (s(0), s(0), s(10)),
+            (s(5), s(5), s(10)),
+            (s(5), s(0), s(10)),
+            (s(4000), s(1), s(10)),
+            (s(10), s(2), s(0)),
+            (s(10), s(2), s(3601)),
+        ];
+        for (idle_timeout, keep_alive, connect_timeout) in bad {
             let l = Liveness {
                 idle_timeout,
                 keep_alive,
+                connect_timeout,
             };
             assert!(l.validate().is_err(), "{l:?}");
         }

@@ -205,14 +205,16 @@ impl Scenario {
     }
 
     /// The most payload the flow-control windows let through per round trip, as Mbit/s over
-    /// the path's base RTT: the smallest of the stream, connection and send windows set,
+    /// the path's base RTT: the smallest of the stream, connection (its cap when autotuned)
+    /// and send windows set,
     /// `None` when none is set (quinn's defaults) or the RTT is zero. A rate above it needs
     /// more bytes in flight than the windows allow, so a cell whose cap is below the link's
     /// payload rate is capped by its window, whatever its congestion control does.
     pub fn window_cap_mbps(&self) -> Option<f64> {
+        // An autotuned connection window may grow to its cap.
         let w = [
             self.windows.stream,
-            self.windows.connection,
+            self.windows.autotune.or(self.windows.connection),
             self.windows.send,
         ]
         .into_iter()

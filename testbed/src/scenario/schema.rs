@@ -17,7 +17,8 @@
 //! rate = "10g"
 //!
 //! [windows]
-//! socket_buffer = "60m"    # nuttcp -w, mapped to QUIC windows by the `era` rule
+//! socket_buffer = "60m"    # nuttcp -w, mapped to QUIC windows by the `era` rule; "auto":
+//!                          # hare's autotuned default (hare-send/hare-recv -w auto)
 //! era = "linux-2.6"        # tcp_adv_win_scale = 2
 //!
 //! [workload]
@@ -139,9 +140,14 @@ pub enum WindowEra {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WindowSpec {
-    /// nuttcp's `-w`: the socket buffer asked for on both ends.
+    /// nuttcp's `-w`: the socket buffer asked for on both ends, or `"auto"`: hare's default,
+    /// windows that autotune up to `max_window`.
     #[serde(default)]
-    pub socket_buffer: Option<ByteSize>,
+    pub socket_buffer: Option<SocketBuffer>,
+    /// Cap of the autotuned window (`--max-window`; default
+    /// [`hare_cc::autotune::DEFAULT_MAX_WINDOW`]); only with `socket_buffer = "auto"`.
+    #[serde(default)]
+    pub max_window: Option<ByteSize>,
     /// How `socket_buffer` maps onto QUIC windows.
     #[serde(default)]
     pub era: WindowEra,
@@ -157,6 +163,59 @@ pub struct WindowSpec {
     /// Why these sizes (autotuning runs say which tcp_rmem / tcp_wmem limit they stand for).
     #[serde(default)]
     pub note: Option<String>,
+}
+
+/// `socket_buffer`: a size, or `"auto"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SocketBuffer {
+    /// hare's default (`-w auto`): receive windows that autotune.
+    Auto,
+    /// A fixed buffer size, mapped by the `era` rule.
+    Size(ByteSize),
+}
+
+impl Serialize for SocketBuffer {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            SocketBuffer::Auto => s.serialize_str("auto"),
+            SocketBuffer::Size(b) => b.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SocketBuffer {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(SocketBufferVisitor)
+    }
+}
+
+struct SocketBufferVisitor;
+
+impl<'de> serde::de::Visitor<'de> for SocketBufferVisitor {
+    type Value = SocketBuffer;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("\"auto\" or a size such as \"60m\"")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SocketBuffer, E> {
+        if v == "auto" {
+            return Ok(SocketBuffer::Auto);
+        }
+        v.parse::<ByteSize>()
+            .map(SocketBuffer::Size)
+            .map_err(|e| E::custom(format!("{v:?}: {e}")))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<SocketBuffer, E> {
+        Ok(SocketBuffer::Size(ByteSize(v)))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<SocketBuffer, E> {
+        u64::try_from(v)
+            .map(|v| SocketBuffer::Size(ByteSize(v)))
+            .map_err(|_| E::custom(format!("{v}: a size cannot be negative")))
+    }
 }
 
 /// How the receiver reads the stream.

@@ -1,6 +1,6 @@
 //! How a socket buffer (`nuttcp -w`) maps onto QUIC flow-control windows.
 
-use super::schema::{WindowEra, WindowSpec};
+use super::schema::{SocketBuffer, WindowEra, WindowSpec};
 
 /// The mapping, as documented in docs/REPLAY.md.
 ///
@@ -30,6 +30,9 @@ pub struct ResolvedWindows {
     pub connection: Option<u64>,
     /// Send window.
     pub send: Option<u64>,
+    /// `socket_buffer = "auto"`: the connection window autotunes up to this cap (the
+    /// stream and send windows are the cap too, unless set explicitly).
+    pub autotune: Option<u64>,
 }
 
 impl ResolvedWindows {
@@ -37,7 +40,28 @@ impl ResolvedWindows {
     /// `(field, value, expected)`.
     pub fn resolve(spec: &WindowSpec) -> Result<Self, (String, String, String)> {
         let mut w = ResolvedWindows::default();
-        if let Some(buf) = spec.socket_buffer {
+        if spec.max_window.is_some() && spec.socket_buffer != Some(SocketBuffer::Auto) {
+            return Err((
+                "max_window".into(),
+                "set".into(),
+                "only with socket_buffer = \"auto\"".into(),
+            ));
+        }
+        if let Some(SocketBuffer::Auto) = spec.socket_buffer {
+            let cap = spec
+                .max_window
+                .map_or(hare_cc::autotune::DEFAULT_MAX_WINDOW, |m| m.0);
+            if cap == 0 {
+                return Err(("max_window".into(), "0".into(), "at least 1 byte".into()));
+            }
+            w = ResolvedWindows {
+                stream: Some(cap),
+                connection: Some(hare_cc::autotune::INITIAL_WINDOW.min(cap)),
+                send: Some(cap),
+                autotune: Some(cap),
+            };
+        }
+        if let Some(SocketBuffer::Size(buf)) = spec.socket_buffer {
             let n = buf.0;
             if n == 0 {
                 return Err(("socket_buffer".into(), "0".into(), "at least 1 byte".into()));
@@ -51,6 +75,7 @@ impl ResolvedWindows {
                 stream: Some(recv),
                 connection: Some(recv),
                 send: Some(send),
+                autotune: None,
             };
         }
         for (name, v, slot) in [
@@ -70,6 +95,7 @@ impl ResolvedWindows {
             ("stream", w.stream),
             ("connection", w.connection),
             ("send", w.send),
+            ("max_window", w.autotune),
         ] {
             if let Some(v) = v {
                 if v >= 1 << 62 {
@@ -93,7 +119,7 @@ mod tests {
     #[test]
     fn sixty_megabytes_maps_to_ninety_mebibytes_of_credit() {
         let spec = WindowSpec {
-            socket_buffer: Some(ByteSize(60 << 20)),
+            socket_buffer: Some(SocketBuffer::Size(ByteSize(60 << 20))),
             ..WindowSpec::default()
         };
         let w = ResolvedWindows::resolve(&spec).expect("valid");
@@ -121,6 +147,39 @@ mod tests {
         assert_eq!(
             ResolvedWindows::resolve(&zero).map_err(|e| e.0),
             Err("send".to_string())
+        );
+    }
+
+    #[test]
+    fn auto_autotunes_the_connection_window_up_to_the_cap() {
+        let spec = WindowSpec {
+            socket_buffer: Some(SocketBuffer::Auto),
+            max_window: Some(ByteSize(64 << 20)),
+            ..WindowSpec::default()
+        };
+        let w = ResolvedWindows::resolve(&spec).expect("valid");
+        assert_eq!(
+            (w.stream, w.connection, w.send, w.autotune),
+            (
+                Some(64 << 20),
+                Some(128 << 10),
+                Some(64 << 20),
+                Some(64 << 20)
+            )
+        );
+        let default_cap = WindowSpec {
+            max_window: None,
+            ..spec.clone()
+        };
+        let w = ResolvedWindows::resolve(&default_cap).expect("valid");
+        assert_eq!(w.autotune, Some(128 << 20));
+        let fixed_with_cap = WindowSpec {
+            socket_buffer: Some(SocketBuffer::Size(ByteSize(1 << 20))),
+            ..spec
+        };
+        assert_eq!(
+            ResolvedWindows::resolve(&fixed_with_cap).map_err(|e| e.0),
+            Err("max_window".to_string())
         );
     }
 }

@@ -268,7 +268,7 @@ async fn welcome(
     links: Vec<LinkResult>,
 ) -> Result<()> {
     if let Some(conn) = &ctx.conn {
-        conn.set_receive_window(VarInt::from_u64(grant).unwrap_or(VarInt::MAX));
+        crate::quic_config::open_receive_window(conn, &ctx.opts.link, grant);
         let streams = channels.clamp(1, MAX_STREAMS as usize) as u32;
         conn.set_max_concurrent_uni_streams(VarInt::from_u32(streams));
     }

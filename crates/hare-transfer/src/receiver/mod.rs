@@ -173,7 +173,7 @@ impl Default for Limits {
             max_job_bytes: 1 << 40,
             max_seconds: 3600.0,
             max_files: MAX_FILES,
-            max_window: 256 << 20,
+            max_window: crate::quic_config::DEFAULT_MAX_WINDOW,
             hello_timeout: HELLO_TIMEOUT,
             write_timeout: WRITE_TIMEOUT,
             stall_timeout: STALL_TIMEOUT,

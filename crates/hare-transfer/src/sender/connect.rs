@@ -32,6 +32,50 @@ pub(super) struct Connected {
     pub(super) qlog: Option<ConnectionQlog>,
 }
 
+/// After this long without an answer to the handshake the sender says so (at most 2 s after
+/// it began, so that a user who got the address or port wrong learns it at once; scp and
+/// iperf3 fail at once on a refused TCP connect, UDP gives no such signal).
+pub(crate) const NO_ANSWER_NOTE: Duration = Duration::from_millis(1500);
+
+/// `HOST:PORT` as the user would write it (an IPv6 literal in brackets).
+fn host_port(host: &str, port: u16) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+/// The error of a handshake that got no answer within `limit`.
+fn no_answer(shown: &str, limit: Duration) -> TransferError {
+    TransferError::Connection(format!(
+        "no answer from {shown} over UDP within {} s (--connect-timeout): is hare-recv \
+         running there?",
+        limit.as_secs_f64()
+    ))
+}
+
+/// Wait for the handshake at most `limit`; after [`NO_ANSWER_NOTE`] without an answer, say
+/// on stderr that none came yet. `Err`: no answer within `limit`.
+async fn answered(
+    connecting: quinn::Connecting,
+    shown: &str,
+    limit: Duration,
+) -> Result<std::result::Result<quinn::Connection, quinn::ConnectionError>> {
+    tokio::pin!(connecting);
+    let first = NO_ANSWER_NOTE.min(limit);
+    if let Ok(r) = tokio::time::timeout(first, &mut connecting).await {
+        return Ok(r);
+    }
+    if first < limit {
+        eprintln!("hare-send: no answer yet from {shown} over UDP: is hare-recv running there?");
+        if let Ok(r) = tokio::time::timeout(limit - first, &mut connecting).await {
+            return Ok(r);
+        }
+    }
+    Err(no_answer(shown, limit))
+}
+
 /// Connect to `addr` (`host` names it for TLS) as `opts` say; hare's controllers report to
 /// `observer`.
 pub(super) async fn connect(
@@ -91,18 +135,20 @@ pub(super) async fn connect(
             let connecting = endpoint
                 .connect_with(client, addr, host)
                 .map_err(|e| TransferError::Connection(format!("{addr}: {e}")))?;
-            let conn = match tokio::time::timeout(Duration::from_secs(15), connecting).await {
-                Err(_) => {
-                    return Err(TransferError::Connection(format!(
-                        "{addr}: no answer (is hare-recv running there?)"
-                    )))
-                }
+            let shown = host_port(host, addr.port());
+            let conn = match answered(connecting, &shown, opts.liveness.connect_timeout).await {
+                Err(e) => return Err(e),
                 Ok(Err(e)) => {
                     if let Some((expected, actual)) = pin_report.mismatch() {
                         return Err(TransferError::PinMismatch {
                             expected: expected.to_string(),
                             actual: actual.to_string(),
                         });
+                    }
+                    if matches!(e, quinn::ConnectionError::TimedOut) {
+                        // quinn's idle timeout ended a handshake that got no answer.
+                        let l = &opts.liveness;
+                        return Err(no_answer(&shown, l.idle_timeout.min(l.connect_timeout)));
                     }
                     let text = super::tls_text::tidy(&e.to_string());
                     return Err(TransferError::Connection(format!("{addr}: {text}")));

@@ -280,6 +280,10 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
     )
     .await?;
     if opts.reverse {
+        // This end receives the data: its window opens (or autotunes) as a receiver's.
+        if let Opener::Quic(c) = &opener {
+            crate::quic_config::open_receive_window(c, &link, link.connection_window());
+        }
         let take = reverse_in::Take {
             opts: &opts,
             job: &job,

@@ -254,6 +254,7 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
         liveness: Liveness {
             idle_timeout: IDLE_TIMEOUT,
             keep_alive: RECEIVER_KEEP_ALIVE,
+            ..Liveness::default()
         },
         words: Words::AsItWas,
     };
