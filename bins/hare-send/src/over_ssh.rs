@@ -77,6 +77,8 @@ pub async fn send(
         false => format!("{}:{}", session.address, session.hello.port),
     };
     opts.trust = Some(Trust::Pin(fp));
+    // DEST is the remote receiver's --dir here, not a directory beneath it.
+    opts.dest = None;
     opts.token = Some(session.hello.token.clone());
     let host = session.host.clone();
     let job = hare_transfer::send(opts, stop);
