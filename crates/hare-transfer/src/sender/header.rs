@@ -83,9 +83,11 @@ pub(super) fn announce(
 ) {
     let transport = match &opts.tcp {
         None => format!(
-            ", window {} x {}, mtu {}",
-            crate::space::binary_size(link.window),
-            link.streams,
+            ", window {}, mtu {}",
+            match link.auto {
+                true => format!("auto (up to {})", crate::space::binary_size(link.window)),
+                false => format!("{} x {}", crate::space::binary_size(link.window), link.streams),
+            },
             link.mtu
                 .map(|m| m.to_string())
                 .unwrap_or_else(|| "auto".into())
