@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+mod pull;
 mod ssh_serve;
 
 use anyhow::{Context, Result};
@@ -111,6 +112,19 @@ struct Cli {
     /// Bytes held ahead of their files' in-order frontier at once over all jobs.
     #[arg(long, value_name = "SIZE", default_value = "2g")]
     reorder_bytes: String,
+    /// `[user@]host:SRC... DEST`: fetch SRC from host through ssh into the local DEST.
+    #[arg(value_name = "HOST:SRC... DEST")]
+    pull: Vec<String>,
+    /// The command that reaches a remote host (as rsync's -e), e.g. `-e "ssh -p 2222"`;
+    /// default `ssh`.
+    #[arg(short = 'e', long = "rsh", value_name = "CMD", env = "HARE_RSH")]
+    rsh: Option<String>,
+    /// The directory of hare-send on the remote, when it is not on the remote PATH.
+    #[arg(long, value_name = "DIR")]
+    remote_bin: Option<String>,
+    /// Fetching: bring symbolic links as links (rsync -l; by default they are skipped).
+    #[arg(short = 'l', long)]
+    links: bool,
     /// Serve one job for a hare-send that started this receiver through ssh (it reads the
     /// sender's fingerprint on standard input and answers on standard output); not for
     /// people to run.
@@ -260,6 +274,7 @@ fn options(cli: Cli) -> Result<(RecvOptions, PathBuf)> {
         names: cli.names,
         token: cli.token,
         dir: cli.dir,
+        partial_owner: None,
         link,
         cc,
         qlog: cli.qlog,
@@ -309,6 +324,13 @@ fn init_tracing(verbose: u8) {
 }
 
 fn run(cli: Cli) -> Result<ExitKind, Failed> {
+    let pull = pull::Pull::parse(&cli.pull, cli.rsh.as_deref(), cli.remote_bin.clone())
+        .map_err(Failed::usage)?
+        .map(|p| p.with_links(cli.links));
+    if let Some(p) = pull {
+        let (opts, _) = options(cli).map_err(Failed::usage)?;
+        return p.run(opts).map_err(Failed::other);
+    }
     if cli.ssh_serve {
         let dest = cli.dir.clone();
         let (opts, _) = options(cli).map_err(Failed::usage)?;

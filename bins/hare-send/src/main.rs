@@ -13,6 +13,7 @@ use anyhow::{bail, Context, Result};
 mod daemon_dest;
 mod over_ssh;
 mod rerun;
+mod ssh_serve;
 use clap::{Args, Parser, Subcommand};
 use hare_transfer::exit::{ExitKind, SEND_EXIT_HELP};
 use hare_transfer::protocol::SkipRule;
@@ -128,6 +129,11 @@ struct SendArgs {
     /// rsync's --rsync-path).
     #[arg(long, value_name = "DIR")]
     remote_bin: Option<String>,
+    /// Send SRC to a hare-recv that started this sender through ssh and dials it (it reads
+    /// the receiver's fingerprint on standard input and answers on standard output); not for
+    /// people to run.
+    #[arg(long, hide = true)]
+    ssh_serve: bool,
     /// Start partial files over instead of continuing them.
     #[arg(long, conflicts_with = "resume")]
     no_resume: bool,
@@ -517,6 +523,7 @@ fn options(a: SendArgs) -> Result<SendOptions> {
         job,
         skip,
         dest,
+        via: None,
         link,
         cc: a.cc,
         qlog: a.qlog,
@@ -581,8 +588,15 @@ fn options_failed(e: anyhow::Error) -> Failed {
     Failed(kind, e)
 }
 
-fn run_send(a: SendArgs) -> Result<ExitKind, Failed> {
+fn run_send(mut a: SendArgs) -> Result<ExitKind, Failed> {
     init_tracing(a.verbose);
+    if a.ssh_serve {
+        // SRC... only: the receiver dials this side, so there is no HOST to name.
+        a.targets.push("ssh-pull".into());
+        a.quiet = true;
+        let opts = options(a).map_err(options_failed)?;
+        return ssh_serve::serve(opts).map_err(|e| Failed(ExitKind::Error, e));
+    }
     let quiet = a.quiet;
     let trusted = a.pin.is_some() || a.cert.is_some() || a.ca.is_some() || a.tcp;
     let files = a.size.is_none() && a.seconds.is_none() && a.targets.len() > 1;

@@ -265,3 +265,44 @@ fn hare_send_parts(dir: &Path) -> Vec<String> {
         .filter(|n| n.ends_with(".hare-part"))
         .collect()
 }
+
+/// `hare-recv host:SRC DEST`: the remote hare-send is started through ssh and this side
+/// dials it; the tree arrives whole, and a rerun sends nothing.
+#[test]
+fn a_tree_is_pulled_and_a_rerun_moves_nothing() {
+    let Some(s) = sshd() else { return };
+    let bins = bin_dir();
+    let (src, dst) = (
+        tempfile::tempdir().expect("t"),
+        tempfile::tempdir().expect("t"),
+    );
+    tree(&src.path().join("t"));
+    let pull = || {
+        let mut c = Command::new(bins.join("hare-recv"));
+        c.arg("-e")
+            .arg(s.rsh())
+            .arg("--links")
+            .arg("--remote-bin")
+            .arg(&bins)
+            .arg(format!("testhost:{}", src.path().join("t").display()))
+            .arg(dst.path().join("in"))
+            .env_remove("HARE_RSH")
+            .stdin(Stdio::null());
+        run(&mut c)
+    };
+    let out = pull();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    same(&src.path().join("t"), &dst.path().join("in/t"));
+    let out = pull();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("0 file(s)") && text.contains("0.0000 MB"),
+        "{text}"
+    );
+}

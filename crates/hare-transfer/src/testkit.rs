@@ -115,6 +115,7 @@ pub fn recv_options(identity_dir: PathBuf, dir: Option<PathBuf>) -> RecvOptions 
         allow: vec![test_sender().fingerprint],
         open: false,
         dir,
+        partial_owner: None,
         link: Link::fixed(DEFAULT_WINDOW),
         cc: QuicCc::default(),
         qlog: None,
@@ -153,6 +154,7 @@ pub fn send_options(addr: SocketAddr, trust: Option<Trust>, job: SendJob) -> Sen
         liveness: Default::default(),
         reverse: false,
         retries: crate::sender::DEFAULT_RETRIES,
+        via: None,
     }
 }
 

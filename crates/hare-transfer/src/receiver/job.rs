@@ -195,8 +195,12 @@ impl Whose {
     fn of(ctx: &JobCtx) -> Self {
         let allowed = ctx.peer_cert.filter(|fp| ctx.opts.allow.contains(fp));
         let token = ctx.opts.token.as_deref();
+        let owner = match &ctx.opts.partial_owner {
+            Some(name) => Owner::named(name),
+            None => Owner::of_job(allowed.as_ref(), token, ctx.peer_cert.as_ref()),
+        };
         Self {
-            owner: Owner::of_job(allowed.as_ref(), token, ctx.peer_cert.as_ref()),
+            owner,
             reorder: ctx.reorder.clone(),
         }
     }

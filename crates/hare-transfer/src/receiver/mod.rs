@@ -30,6 +30,7 @@ use crate::tcp::{self, TcpOptions};
 
 mod accept;
 mod dest;
+mod dialled;
 mod gate;
 mod job;
 // Peer text for the log (also the sender's), below both sides.
@@ -41,6 +42,7 @@ mod reverse;
 mod streams;
 mod tcp_listen;
 
+pub use dialled::receive_from;
 use quic::serve_quic;
 
 /// What all the jobs of one receiver share: the final names being received, and the bound on
@@ -206,6 +208,10 @@ pub struct RecvOptions {
     pub open: bool,
     /// Directory that receives files; without it file jobs are refused.
     pub dir: Option<PathBuf>,
+    /// Whom kept partial files belong to when it is not the sender's certificate (a pull
+    /// through ssh names the ssh login, so that a rerun, whose remote sender has a new
+    /// certificate, resumes them).
+    pub partial_owner: Option<String>,
     /// Receive windows (`-w`) and MTU.
     pub link: Link,
     /// The receiver's own controller (it sends only control data and ACKs).

@@ -25,7 +25,7 @@ use super::reverse::{QlogSlot, SendingCc};
 use super::{RecvOptions, REFUSE_TIMEOUT};
 
 /// How long a finished job waits for the sender to close after the last verdict.
-const DONE_LINGER: Duration = Duration::from_secs(5);
+pub(super) const DONE_LINGER: Duration = Duration::from_secs(5);
 
 pub(super) async fn serve_quic(
     opts: Arc<RecvOptions>,
@@ -125,7 +125,7 @@ pub(super) fn log_end(peer: SocketAddr, r: &Result<()>) {
 }
 
 /// The application close code and reason for a job's result.
-fn close_for(r: &Result<()>) -> (u32, String) {
+pub(super) fn close_for(r: &Result<()>) -> (u32, String) {
     let code = match r {
         Ok(()) | Err(TransferError::FilesFailed { .. }) => close::DONE,
         Err(TransferError::Refused(_)) => close::REFUSED,
@@ -249,7 +249,7 @@ async fn quic_connection(
     res
 }
 
-async fn serve_connection(mut ctx: JobCtx, conn: &quinn::Connection) -> Result<()> {
+pub(super) async fn serve_connection(mut ctx: JobCtx, conn: &quinn::Connection) -> Result<()> {
     let secs = ctx.opts.limits.hello_timeout.as_secs();
     let (send, recv) = tokio::time::timeout_at(ctx.hello_deadline, conn.accept_bi())
         .await

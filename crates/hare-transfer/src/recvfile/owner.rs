@@ -25,6 +25,12 @@ impl Owner {
         Self::derive(b"token", token.as_bytes())
     }
 
+    /// A sender named by the receiver itself (a pull through ssh: the ssh login, which ssh
+    /// authenticated, since the remote sender's certificate is new on every run).
+    pub fn named(name: &str) -> Self {
+        Self::derive(b"named", name.as_bytes())
+    }
+
     /// A sender with neither (an `--open` receiver and no certificate).
     pub fn anonymous() -> Self {
         Self::derive(b"anonymous", &[])

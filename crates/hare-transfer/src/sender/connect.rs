@@ -76,6 +76,31 @@ async fn answered(
     Err(no_answer(shown, limit))
 }
 
+/// The control channel on a connection the receiver dialled (the sender opens it, as when it
+/// dials: the job protocol does not depend on who dialled).
+async fn dialled(d: &super::Dialled, opts: &SendOptions) -> Result<Connected> {
+    let cc = match &opts.cc {
+        Some(s) => QuicCc::parse(s)?,
+        None => QuicCc::default(),
+    };
+    let (send, recv) = d
+        .conn
+        .open_bi()
+        .await
+        .map_err(|e| TransferError::Connection(format!("opening the control stream: {e}")))?;
+    let _ = send.set_priority(1);
+    Ok(Connected {
+        ctl_r: Box::new(recv),
+        ctl_w: Box::new(send),
+        opener: Opener::Quic(d.conn.clone()),
+        endpoint: Some(d.endpoint.clone()),
+        controller: cc.name(),
+        profile: cc.profile(),
+        kernel_cc: None,
+        qlog: None,
+    })
+}
+
 /// Connect to `addr` (`host` names it for TLS) as `opts` say; hare's controllers report to
 /// `observer`.
 pub(super) async fn connect(
@@ -85,6 +110,9 @@ pub(super) async fn connect(
     host: &str,
     observer: &Observer,
 ) -> Result<Connected> {
+    if let Some(d) = &opts.via {
+        return dialled(d, opts).await;
+    }
     let mut qlog = None;
     let (ctl_r, ctl_w, opener, endpoint, controller, profile, kernel_cc): (
         ControlRead,

@@ -86,7 +86,11 @@ pub(super) fn announce(
             ", window {}, mtu {}",
             match link.auto {
                 true => format!("auto (up to {})", crate::space::binary_size(link.window)),
-                false => format!("{} x {}", crate::space::binary_size(link.window), link.streams),
+                false => format!(
+                    "{} x {}",
+                    crate::space::binary_size(link.window),
+                    link.streams
+                ),
             },
             link.mtu
                 .map(|m| m.to_string())

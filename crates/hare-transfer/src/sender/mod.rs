@@ -35,6 +35,7 @@ mod gone;
 mod grow;
 mod handshake;
 mod header;
+mod listen;
 mod liveness;
 mod opener;
 mod plan;
@@ -144,6 +145,24 @@ pub struct SendOptions {
     /// `--retries`: times a file that changed while it was read is sent again from its start
     /// (receivers that do not offer it get none: the file fails at once).
     pub retries: u32,
+    /// Send over this connection, which the receiver dialled to this side (a pull started
+    /// through ssh), instead of dialling `server`.
+    pub via: Option<Dialled>,
+}
+
+pub use listen::Listening;
+
+/// A QUIC connection a receiver dialled to this sender, accepted by an endpoint whose
+/// transport runs a controller built with `observer` (so that the report reads its
+/// decisions as when this side dials).
+#[derive(Debug, Clone)]
+pub struct Dialled {
+    /// The accepted connection.
+    pub conn: quinn::Connection,
+    /// The observer the connection's controller reports to.
+    pub observer: Observer,
+    /// The endpoint that accepted it (kept open while the job runs).
+    pub endpoint: quinn::Endpoint,
 }
 
 /// How one file went.
@@ -248,11 +267,23 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         job,
     } = plan(&opts)?;
     let printer = Printer::new(&opts.output);
-    let (host, port) = split_host_port(&opts.server, crate::protocol::DEFAULT_PORT)?;
-    let addr = resolve(&host, port).await?;
+    let (host, addr) = match &opts.via {
+        Some(d) => (
+            d.conn.remote_address().ip().to_string(),
+            d.conn.remote_address(),
+        ),
+        None => {
+            let (host, port) = split_host_port(&opts.server, crate::protocol::DEFAULT_PORT)?;
+            let addr = resolve(&host, port).await?;
+            (host, addr)
+        }
+    };
 
     let connect_start = Instant::now();
-    let observer = Observer::new();
+    let observer = opts
+        .via
+        .as_ref()
+        .map_or_else(Observer::new, |d| d.observer.clone());
     let Connected {
         mut ctl_r,
         mut ctl_w,

@@ -1,0 +1,100 @@
+//! A receiver that dials its sender: the local end of a pull through ssh (`hare-recv
+//! host:SRC... DEST`), where the remote hare-send listens and this side connects, so that
+//! only the remote needs a reachable UDP port. The job itself runs as on a listening
+//! receiver: the sender opens the control stream and says its hello, this side checks it
+//! (the sender's pinned certificate and its one-time token) and receives.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use hare_cc::Observer;
+use hare_report::Transport;
+use quinn::VarInt;
+use tokio::sync::mpsc;
+
+use super::gate::Gate;
+use super::job::JobCtx;
+use super::quic::{close_for, serve_connection, DONE_LINGER};
+use super::reverse::SendingCc;
+use super::{RecvOptions, Shared, REFUSE_TIMEOUT};
+use crate::error::{Result, TransferError};
+use crate::identity::{Fingerprint, Identity};
+use crate::protocol::close;
+use crate::quic_config::transport_with;
+use crate::trust::Trust;
+
+/// Dial the sender at `addr` (`host` for messages), presenting `identity` and trusting only
+/// the certificate `sender`, and serve its one job as `opts` say (its `allow` and `token`
+/// decide the hello, as on a listening receiver).
+pub async fn receive_from(
+    opts: RecvOptions,
+    addr: SocketAddr,
+    host: &str,
+    identity: &Identity,
+    sender: Fingerprint,
+) -> Result<()> {
+    let observer = Observer::new();
+    let mut transport = transport_with(&opts.link, opts.cc.factory(&observer));
+    // Nothing but the control stream until the hello is accepted, as when listening.
+    transport
+        .max_concurrent_uni_streams(VarInt::from_u32(0))
+        .max_concurrent_bidi_streams(VarInt::from_u32(1));
+    let (crypto, _) = crate::trust::client_crypto_as(&Trust::Pin(sender), Some(identity))?;
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(crypto)
+        .map_err(|e| TransferError::Config(e.to_string()))?;
+    let mut client = quinn::ClientConfig::new(Arc::new(crypto));
+    client.transport_config(Arc::new(transport));
+    let bind: SocketAddr = match addr {
+        SocketAddr::V6(_) => SocketAddr::from(([0u16; 8], 0)),
+        SocketAddr::V4(_) => SocketAddr::from(([0, 0, 0, 0], 0)),
+    };
+    let sock = crate::socket::bind_udp(bind)?;
+    let endpoint = crate::socket::endpoint(
+        sock,
+        opts.link.endpoint_config()?,
+        None,
+        opts.link.max_udp_payload(),
+    )?;
+    let hello_deadline = tokio::time::Instant::now() + opts.limits.hello_timeout;
+    let connecting = endpoint
+        .connect_with(client, addr, "localhost")
+        .map_err(|e| TransferError::Connection(format!("{host}: {e}")))?;
+    let conn = tokio::time::timeout_at(hello_deadline, connecting)
+        .await
+        .map_err(|_| TransferError::Timeout(format!("no answer from {host} ({addr}) over UDP")))?
+        .map_err(|e| TransferError::Connection(format!("{host} ({addr}): {e}")))?;
+    let shared = Shared::new(&opts.limits);
+    let ctx = JobCtx {
+        opts: Arc::new(opts.clone()),
+        peer: addr,
+        transport: Transport::Quic,
+        conn: Some(conn.clone()),
+        data_tx: None::<mpsc::Sender<_>>,
+        session: None,
+        names: shared.names,
+        reorder: shared.reorder,
+        jobs: shared.jobs,
+        gate: Gate::new(opts.limits),
+        preauth: None,
+        hello_deadline,
+        peer_cert: crate::trust::peer_fingerprint(&conn),
+        controller: Some(SendingCc {
+            observer,
+            epoch: std::time::Instant::now(),
+            qlog: Arc::new(std::sync::Mutex::new(None)),
+        }),
+    };
+    let res = serve_connection(ctx, &conn).await;
+    let (code, reason) = close_for(&res);
+    let linger = match code {
+        close::DONE => Some(DONE_LINGER),
+        close::REFUSED | close::BUSY => Some(REFUSE_TIMEOUT),
+        _ => None,
+    };
+    if let Some(l) = linger {
+        let _ = tokio::time::timeout(l, conn.closed()).await;
+    }
+    conn.close(VarInt::from_u32(code), reason.as_bytes());
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), endpoint.wait_idle()).await;
+    res
+}
