@@ -85,6 +85,8 @@ struct Again {
     /// The attempt number the next data channel of a file sent again must carry (senders
     /// that number attempts): a channel of an attempt already discarded is dropped.
     attempt: HashMap<u32, u16>,
+    /// Files given up before their (reset) channel came: a late channel of one is dropped.
+    dropped: HashSet<u32>,
 }
 
 /// What one event of the loop decided.
@@ -447,6 +449,11 @@ impl Running {
             drop(input);
             return Step::Go;
         }
+        if h.kind == DataKind::File && self.again.dropped.remove(&h.index) {
+            // The late channel of a file the sender gave up before it came (judged then).
+            drop(input);
+            return Step::Go;
+        }
         self.seen += 1;
         if self.seen > self.expected {
             return Step::Stop(Some(TransferError::Protocol(
@@ -628,7 +635,11 @@ impl Running {
         log: &mut RunLog,
     ) -> Step {
         let why = format!("sender abandoned it: {reason}");
-        if !unsent || self.again.judged.contains(&index) {
+        // A channel the sender opened and reset at once may never show its header here
+        // (a reset discards what was not sent yet): a file whose channel has not come is
+        // judged now, as an unsent one, and a late channel of it is dropped unread.
+        let no_channel_yet = self.planned.contains_key(&index);
+        if (!unsent && !no_channel_yet) || self.again.judged.contains(&index) {
             if let Some(tx) = self.digests.remove(&index) {
                 let _ = tx.send(Err(why));
             }
@@ -641,6 +652,9 @@ impl Running {
         };
         self.digest_rx.remove(&index);
         self.digests.remove(&index);
+        if !unsent {
+            self.again.dropped.insert(index);
+        }
         // No channel will come for it: it counts as one that ended.
         self.finished += 1;
         self.again.judged.insert(index);
