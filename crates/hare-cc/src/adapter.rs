@@ -180,7 +180,8 @@ impl Frame {
 #[derive(Clone)]
 pub struct HareController {
     cc: KernelCc,
-    /// `Instant`s as microseconds since the origin, and RTT samples (`stamps.rs`).
+    /// The controller's clock: `Instant`s as microseconds since the origin, and RTT samples
+    /// (`stamps.rs`).
     stamps: Stamps,
     mss: u32,
     /// `ceil(2^64 / mss)`: bytes in flight become packets by a multiplication (on every
@@ -443,13 +444,15 @@ impl HareController {
     }
 
     /// The RTTs of the frame's newest and oldest packet (`ca_rtt_us`, `seq_rtt_us`) at the
-    /// frame's `now` (already given to [`Self::now_us`]).
-    fn frame_rtts(&self, frame: &Frame) -> (u64, u64) {
-        let newest = self.stamps.rtt_us(frame.newest_sent);
+    /// frame's `now` (already given to [`Self::now_us`]). The oldest is converted first: it
+    /// is often the previous frame's newest send time, which [`Stamps`] remembers.
+    fn frame_rtts(&mut self, frame: &Frame) -> (u64, u64) {
         if frame.newest_sent == frame.oldest_sent {
-            (newest, newest)
+            let rtt = self.stamps.rtt_us(frame.newest_sent);
+            (rtt, rtt)
         } else {
-            (newest, self.stamps.rtt_us(frame.oldest_sent))
+            let oldest = self.stamps.rtt_us(frame.oldest_sent);
+            (self.stamps.rtt_us(frame.newest_sent), oldest)
         }
     }
 
