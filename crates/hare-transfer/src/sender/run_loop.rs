@@ -245,7 +245,14 @@ fn on_task(
             if st.interrupted {
                 return Flow::Go;
             }
-            st.failure = Some(cx.words.mapped(e));
+            // A data stream that broke because the connection ended says only "connection
+            // lost": the connection's own reason (a silent receiver, its close code) is the
+            // cause, whichever of the two noticed first.
+            let ended = matches!(cx.opener, Opener::Quic(c) if c.close_reason().is_some());
+            st.failure = Some(match ended {
+                true => TransferError::Connection(close_reason(cx, e.to_string())),
+                false => cx.words.mapped(e),
+            });
             Flow::Stop
         }
         Some(Err(e)) => {
