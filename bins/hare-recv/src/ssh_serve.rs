@@ -6,7 +6,6 @@
 //! missing), and ends when the job ends or its standard input closes (ssh or the sender went
 //! away): the ssh session is the job's lifeline.
 
-use std::io::{BufRead, Read, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -19,20 +18,15 @@ use hare_transfer::TransferError;
 
 /// Serve one job as `base` says (limits, windows, controller), into `dest`.
 pub fn serve(mut base: RecvOptions, dest: Option<PathBuf>) -> Result<ExitKind> {
-    let mut first = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut first)
-        .context("reading the sender's fingerprint from ssh")?;
+    let first = hare_ssh::read_first_line().context("reading the sender's fingerprint from ssh")?;
     let sender: Fingerprint = first
-        .trim()
         .parse()
-        .map_err(|e| anyhow::anyhow!("the sender's fingerprint `{}`: {e}", first.trim()))?;
+        .map_err(|e| anyhow::anyhow!("the sender's fingerprint `{first}`: {e}"))?;
     let dest = dest.unwrap_or_else(|| PathBuf::from("."));
     std::fs::create_dir_all(&dest)
         .with_context(|| format!("creating the destination {}", dest.display()))?;
     let state = Scratch::new()?;
-    let token = random_hex(16)?;
+    let token = hare_ssh::one_time_token().context("reading /dev/urandom for the token")?;
     base.identity_dir = state.0.clone();
     base.allow = vec![sender];
     base.token = Some(token.clone());
@@ -57,18 +51,10 @@ pub fn serve(mut base: RecvOptions, dest: Option<PathBuf>) -> Result<ExitKind> {
             fingerprint: fingerprint.to_string(),
             token,
         };
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{}", hello.line()).context("answering over ssh")?;
-        out.flush().context("answering over ssh")?;
-        drop(out);
+        hare_ssh::answer(&hello).context("answering over ssh")?;
         let (trigger, stop) = hare_transfer::stop_pair();
         // The lifeline: standard input closes when ssh or the sender is gone.
-        std::thread::spawn(move || {
-            let mut sink = [0u8; 256];
-            let mut input = std::io::stdin();
-            while matches!(input.read(&mut sink), Ok(n) if n > 0) {}
-            trigger.stop_because("the ssh session ended");
-        });
+        hare_ssh::on_lifeline_end(move || trigger.stop_because("the ssh session ended"));
         match receiver.run(stop).await {
             Ok(()) => Ok(ExitKind::Ok),
             Err(TransferError::Interrupted) => Ok(ExitKind::Signal(1)),
@@ -89,15 +75,6 @@ fn bind_any(mut opts: RecvOptions) -> Result<Receiver> {
     }
 }
 
-/// `n` random bytes from the kernel, as hex.
-fn random_hex(n: usize) -> Result<String> {
-    let mut b = vec![0u8; n];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut b))
-        .context("reading /dev/urandom for the one-time token")?;
-    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
-}
-
 /// A private directory for this session's certificate, removed when the session ends.
 struct Scratch(PathBuf);
 
@@ -108,11 +85,8 @@ impl Scratch {
             .map(PathBuf::from)
             .filter(|p| p.is_dir())
             .unwrap_or_else(std::env::temp_dir);
-        let dir = base.join(format!(
-            "hare-ssh-{}-{}",
-            std::process::id(),
-            random_hex(6)?
-        ));
+        let tag = hare_ssh::one_time_token().context("reading /dev/urandom")?;
+        let dir = base.join(format!("hare-ssh-{}-{}", std::process::id(), &tag[..12]));
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&dir)

@@ -5,7 +5,6 @@
 //! waits for exactly that receiver to connect, sends SRC as hare-send would (rsync's quick
 //! check, resume), and ends when the job ends or its standard input closes (the lifeline).
 
-use std::io::{BufRead, Read, Write};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -20,24 +19,16 @@ const ACCEPT: Duration = Duration::from_secs(60);
 
 /// Serve one pull of `opts`'s files.
 pub fn serve(mut opts: SendOptions) -> Result<ExitKind> {
-    let mut first = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut first)
-        .context("reading the receiver's fingerprint from ssh")?;
+    let first =
+        hare_ssh::read_first_line().context("reading the receiver's fingerprint from ssh")?;
     let receiver: Fingerprint = first
-        .trim()
         .parse()
-        .map_err(|e| anyhow::anyhow!("the receiver's fingerprint `{}`: {e}", first.trim()))?;
+        .map_err(|e| anyhow::anyhow!("the receiver's fingerprint `{first}`: {e}"))?;
     let streams = match &opts.job {
         SendJob::Files { parallel, .. } => *parallel,
         SendJob::Bulk { streams, .. } => *streams,
     };
-    let mut token = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut token))
-        .context("reading /dev/urandom for the one-time token")?;
-    let token: String = token.iter().map(|b| format!("{b:02x}")).collect();
+    let token = hare_ssh::one_time_token().context("reading /dev/urandom for the token")?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -50,17 +41,9 @@ pub fn serve(mut opts: SendOptions) -> Result<ExitKind> {
             fingerprint: listening.fingerprint().to_string(),
             token: token.clone(),
         };
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{}", hello.line()).context("answering over ssh")?;
-        out.flush().context("answering over ssh")?;
-        drop(out);
+        hare_ssh::answer(&hello).context("answering over ssh")?;
         let (trigger, stop) = hare_transfer::stop_pair();
-        std::thread::spawn(move || {
-            let mut sink = [0u8; 256];
-            let mut input = std::io::stdin();
-            while matches!(input.read(&mut sink), Ok(n) if n > 0) {}
-            trigger.stop_because("the ssh session ended");
-        });
+        hare_ssh::on_lifeline_end(move || trigger.stop_because("the ssh session ended"));
         let dialled = listening.accept(receiver, ACCEPT).await?;
         opts.via = Some(dialled);
         opts.token = Some(token);

@@ -33,7 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = simulate(&cfg, &mut |_| {})?;
     for i in &out.run.intervals {
         println!(
-            "{:7.3} s {:10.4} MB {:10.3} Mbps lost {:6} cwnd {:7} ssthresh {:>7} srtt {:7.2} ms {:?}{}",
+            "{:7.3} s {:10.4} MB {:10.3} Mbps lost {:6} cwnd {:7} ssthresh {:>7} srtt {:7.2} ms {}{}",
             i.end_s,
             i.bytes as f64 / 1048576.0,
             i.mbps(),
@@ -41,34 +41,45 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             i.cwnd_segments.unwrap_or(0),
             i.ssthresh_segments.map_or("-".to_string(), |s| s.to_string()),
             i.srtt_ms.unwrap_or(0.0),
-            i.phase,
+            word(&i.phase),
             if i.flow_control_limited { " window-limited" } else { "" }
         );
     }
     for e in out.run.events.iter().take(40) {
-        println!("{:8.3} s {:?}", e.t_s, e.kind);
+        println!("{:8.3} s {}", e.t_s, serde_json::to_string(&e.kind)?);
     }
     if let Some(s) = &out.run.summary {
         println!(
-            "{:.4} MB / {:.2} sec = {:.4} Mbps, lost {}, max cwnd {:?}, exit {:?}",
+            "{:.4} MB / {:.2} sec = {:.4} Mbps, lost {}, max cwnd {}, slow-start exit {}",
             s.bytes as f64 / 1048576.0,
             s.seconds,
             s.mbps(),
             s.lost_packets,
-            s.max_cwnd_segments,
-            s.slow_start_exit
+            s.max_cwnd_segments.map_or("-".into(), |c| c.to_string()),
+            s.slow_start_exit.as_ref().map_or("none".into(), |x| format!(
+                "{} at {:.3} s, cwnd {}",
+                x.reason, x.t_s, x.cwnd_segments
+            ))
         );
     }
     if let Some(w) = out.max_receive_window {
         println!("autotuned receive window: largest {w} bytes");
     }
     println!(
-        "sim {:.2} s in {:.2} wall s ({:.2}x), {} datagrams, forward drops {:?}",
+        "sim {:.2} s in {:.2} wall s ({:.2}x), {} datagrams, forward drops {}",
         out.sim_seconds,
         out.wall_seconds,
         out.speed(),
         out.datagrams,
-        out.link_forward.dropped
+        serde_json::to_string(&out.link_forward.dropped)?
     );
     Ok(())
+}
+
+/// A controller phase as a word (`congestion-avoidance`), `-` when not reported.
+fn word<T: serde::Serialize>(v: &Option<T>) -> String {
+    v.as_ref()
+        .and_then(|p| serde_json::to_value(p).ok())
+        .and_then(|j| j.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "-".into())
 }

@@ -12,9 +12,11 @@
 mod hello;
 mod remote;
 mod rsh;
+mod serve;
 mod session;
 
 pub use hello::{ServeHello, HELLO_PREFIX};
 pub use remote::RemotePath;
 pub use rsh::{shell_quote, split_words, Rsh};
+pub use serve::{answer, on_lifeline_end, one_time_token, read_first_line};
 pub use session::{Session, SshError};

@@ -14,12 +14,11 @@ use tokio::sync::mpsc;
 
 use super::gate::Gate;
 use super::job::JobCtx;
-use super::quic::{close_for, serve_connection, DONE_LINGER};
+use super::quic::{close_after, serve_connection};
 use super::reverse::SendingCc;
-use super::{RecvOptions, Shared, REFUSE_TIMEOUT};
+use super::{RecvOptions, Shared};
 use crate::error::{Result, TransferError};
 use crate::identity::{Fingerprint, Identity};
-use crate::protocol::close;
 use crate::quic_config::transport_with;
 use crate::trust::Trust;
 
@@ -85,16 +84,7 @@ pub async fn receive_from(
         }),
     };
     let res = serve_connection(ctx, &conn).await;
-    let (code, reason) = close_for(&res);
-    let linger = match code {
-        close::DONE => Some(DONE_LINGER),
-        close::REFUSED | close::BUSY => Some(REFUSE_TIMEOUT),
-        _ => None,
-    };
-    if let Some(l) = linger {
-        let _ = tokio::time::timeout(l, conn.closed()).await;
-    }
-    conn.close(VarInt::from_u32(code), reason.as_bytes());
+    close_after(&conn, &res).await;
     let _ = tokio::time::timeout(std::time::Duration::from_secs(1), endpoint.wait_idle()).await;
     res
 }

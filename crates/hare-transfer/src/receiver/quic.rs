@@ -25,7 +25,7 @@ use super::reverse::{QlogSlot, SendingCc};
 use super::{RecvOptions, REFUSE_TIMEOUT};
 
 /// How long a finished job waits for the sender to close after the last verdict.
-pub(super) const DONE_LINGER: Duration = Duration::from_secs(5);
+const DONE_LINGER: Duration = Duration::from_secs(5);
 
 pub(super) async fn serve_quic(
     opts: Arc<RecvOptions>,
@@ -125,7 +125,7 @@ pub(super) fn log_end(peer: SocketAddr, r: &Result<()>) {
 }
 
 /// The application close code and reason for a job's result.
-pub(super) fn close_for(r: &Result<()>) -> (u32, String) {
+fn close_for(r: &Result<()>) -> (u32, String) {
     let code = match r {
         Ok(()) | Err(TransferError::FilesFailed { .. }) => close::DONE,
         Err(TransferError::Refused(_)) => close::REFUSED,
@@ -231,11 +231,17 @@ async fn quic_connection(
                 .collect::<Vec<_>>(),
         );
     }
-    let (code, reason) = close_for(&res);
-    // After a verdict or a refusal the sender closes once it has read it; closing first
-    // would discard what is still in flight. Both waits are bounded.
-    // A connection whose place was taken was told nothing to read: it goes at once.
-    let evicted = matches!(&res, Err(TransferError::Busy(r)) if r == super::gate::EVICTED);
+    close_after(&conn, &res).await;
+    res
+}
+
+/// Close `conn` with the code and reason of the job's result `res`. After a verdict or a
+/// refusal the sender closes once it has read it (closing first would discard what is still
+/// in flight), so this side waits for that, bounded; a connection whose pre-auth place was
+/// taken was told nothing to read and goes at once.
+pub(super) async fn close_after(conn: &quinn::Connection, res: &Result<()>) {
+    let (code, reason) = close_for(res);
+    let evicted = matches!(res, Err(TransferError::Busy(r)) if r == super::gate::EVICTED);
     let linger = match code {
         _ if evicted => None,
         close::DONE => Some(DONE_LINGER),
@@ -246,7 +252,6 @@ async fn quic_connection(
         let _ = tokio::time::timeout(l, conn.closed()).await;
     }
     conn.close(VarInt::from_u32(code), reason.as_bytes());
-    res
 }
 
 pub(super) async fn serve_connection(mut ctx: JobCtx, conn: &quinn::Connection) -> Result<()> {
