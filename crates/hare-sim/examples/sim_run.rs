@@ -56,10 +56,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             s.mbps(),
             s.lost_packets,
             s.max_cwnd_segments.map_or("-".into(), |c| c.to_string()),
-            s.slow_start_exit.as_ref().map_or("none".into(), |x| format!(
-                "{} at {:.3} s, cwnd {}",
-                x.reason, x.t_s, x.cwnd_segments
-            ))
+            s.slow_start_exit
+                .as_ref()
+                .map_or("none".into(), |x| format!(
+                    "{} at {:.3} s, cwnd {}",
+                    x.reason, x.t_s, x.cwnd_segments
+                ))
         );
     }
     if let Some(w) = out.max_receive_window {
