@@ -296,3 +296,7 @@ mod tests {
         assert_eq!(written, got);
     }
 }
+
+/// Size of one write on a data channel: the sender writes at most this much at a time
+/// (iperf3 JSON states it as `blksize`).
+pub(crate) const CHUNK: usize = 256 << 10;

@@ -46,7 +46,7 @@ impl IperfContext {
             num_streams: streams,
             duration_s,
             bytes,
-            blksize: crate::sender::CHUNK as u64,
+            blksize: crate::channels::CHUNK as u64,
             ..Self::default()
         }
     }

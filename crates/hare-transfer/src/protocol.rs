@@ -17,6 +17,9 @@ pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1
 /// Grace after a timed bulk job's announced duration before the receiver gives up on it
 /// (and, in reverse mode, the receiving hare-send).
 pub const DURATION_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+/// A receiver's job that receives no data for this long is ended (checked at each report
+/// tick); said to a second sender of a busy name, so that it knows when the name frees.
+pub const STALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 use crate::error::{Result, TransferError};
 

@@ -65,7 +65,7 @@ pub(super) fn plan_job(
     opts: &RecvOptions,
     hello: &ToReceiver,
     names: &FinalNames,
-    whose: &super::job::Whose,
+    whose: &super::ctx::Whose,
 ) -> Result<(Accepted, Vec<FilePlan>, u64), String> {
     let ToReceiver::Hello {
         job,
@@ -77,7 +77,7 @@ pub(super) fn plan_job(
         return Err("the first message must be a hello".into());
     };
     if reverse.is_some() {
-        super::reverse::check(job)?;
+        reverse_refusal(job)?;
     }
     let l = &opts.limits;
     let grant = (*window).clamp(crate::quic_config::MIN_WINDOW, l.max_window);
@@ -269,4 +269,41 @@ fn make_links(
 /// An I/O error as a sender may read it.
 fn os_reason(e: &std::io::Error) -> String {
     crate::recvfile::os_reason(e)
+}
+
+/// What this receiver cannot do in reverse mode; `Err` is the reason to refuse.
+fn reverse_refusal(job: &Job) -> Result<(), String> {
+    if let Job::Files { .. } = job {
+        return Err(
+            "reverse mode (-r) moves bulk data only; to get files from this host, run hare-recv \
+             --dir on yours and hare-send here"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reverse_is_bulk_only() {
+        let bulk = Job::Bulk {
+            bytes: Some(1),
+            seconds: None,
+            streams: 1,
+        };
+        let files = Job::Files {
+            files: Vec::new(),
+            resume: false,
+            force: false,
+            dirs: Vec::new(),
+            links: Vec::new(),
+            skip: None,
+            dest: None,
+        };
+        assert_eq!(reverse_refusal(&bulk), Ok(()));
+        assert!(reverse_refusal(&files).is_err_and(|r| r.contains("bulk data only")));
+    }
 }

@@ -12,10 +12,9 @@ use hare_report::Transport;
 use quinn::VarInt;
 use tokio::sync::mpsc;
 
+use super::ctx::{JobCtx, SendingCc};
 use super::gate::Gate;
-use super::job::JobCtx;
 use super::quic::{close_after, serve_connection};
-use super::reverse::SendingCc;
 use super::{RecvOptions, Shared};
 use crate::error::{Result, TransferError};
 use crate::identity::{Fingerprint, Identity};

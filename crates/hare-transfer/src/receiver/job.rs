@@ -7,53 +7,27 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hare_report::{Event, EventKind, Role, RunHeader, Summary, Tool, Transport, Windows};
+use hare_report::{Event, EventKind, Role, RunHeader, Summary, Tool, Windows};
 use quinn::VarInt;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::channels::{ControlRead, ControlWrite, DataIn};
 use crate::cpu::CpuClock;
 use crate::error::{Result, TransferError};
-use crate::identity::Fingerprint;
 use crate::intervals::job_interval;
 use crate::protocol::{
     feature, read_frame, write_frame, DataHeader, DataKind, FilePlan, LinkResult, ToReceiver,
     ToSender, MAX_STREAMS, PROTOCOL_VERSION,
 };
-use crate::recvfile::{Failure, FinalNames, Owner, Planned, ReorderBudget, Target, Verified};
+use crate::recvfile::{Failure, Planned, Target, Verified};
 use crate::report::{Printer, RunLog};
 
 use super::accept::{check_credentials, plan_job, Accepted};
-use super::gate::{Gate, Ticket};
+use super::ctx::{JobCtx, Whose};
+use super::gate::Ticket;
 use super::logs;
 use super::streams::{accept_quic_streams, bulk_stream, file_stream};
-use super::{RecvOptions, DURATION_GRACE, PROGRESS_RATE, REFUSE_TIMEOUT};
-
-pub(super) struct JobCtx {
-    pub(super) opts: Arc<RecvOptions>,
-    pub(super) peer: SocketAddr,
-    pub(super) transport: Transport,
-    pub(super) conn: Option<quinn::Connection>,
-    /// QUIC: where accepted data streams go (the acceptor starts after the Welcome).
-    pub(super) data_tx: Option<mpsc::Sender<(DataHeader, DataIn)>>,
-    pub(super) session: Option<[u8; 12]>,
-    /// Final names being received by this receiver's jobs.
-    pub(super) names: FinalNames,
-    /// Out-of-order data held by all this receiver's jobs.
-    pub(super) reorder: Arc<ReorderBudget>,
-    /// The receiver's running jobs (for tagging lines while they overlap).
-    pub(super) jobs: super::JobCount,
-    /// Admission: the pre-auth place this connection holds until its job is admitted.
-    pub(super) gate: Gate,
-    pub(super) preauth: Option<Ticket>,
-    /// When the Hello must have arrived.
-    pub(super) hello_deadline: tokio::time::Instant,
-    /// The fingerprint of the certificate the sender presented (QUIC, mutual TLS).
-    pub(super) peer_cert: Option<Fingerprint>,
-    /// QUIC: this connection's controller (its observer, when it was built) and qlog, for
-    /// reverse mode, where this side sends and reports what the controller decided.
-    pub(super) controller: Option<super::reverse::SendingCc>,
-}
+use super::{DURATION_GRACE, PROGRESS_RATE, REFUSE_TIMEOUT};
 
 /// The control stream's writing half, every message bounded in time.
 struct Out {
@@ -180,29 +154,6 @@ async fn read_hello(ctx: &JobCtx, ctl_r: &mut ControlRead) -> Result<ToReceiver>
             "no hello within {} s",
             ctx.opts.limits.hello_timeout.as_secs()
         ))),
-    }
-}
-
-/// Whose a job's files are, and the receiver-wide budget they share.
-pub(super) struct Whose {
-    pub(super) owner: Owner,
-    pub(super) reorder: Arc<ReorderBudget>,
-}
-
-impl Whose {
-    /// A job's owner: the allowed certificate that let it in, else the token of a token-only
-    /// receiver, else whatever certificate the sender showed.
-    fn of(ctx: &JobCtx) -> Self {
-        let allowed = ctx.peer_cert.filter(|fp| ctx.opts.allow.contains(fp));
-        let token = ctx.opts.token.as_deref();
-        let owner = match &ctx.opts.partial_owner {
-            Some(name) => Owner::named(name),
-            None => Owner::of_job(allowed.as_ref(), token, ctx.peer_cert.as_ref()),
-        };
-        Self {
-            owner,
-            reorder: ctx.reorder.clone(),
-        }
     }
 }
 
@@ -461,7 +412,7 @@ async fn finish(
             },
         });
         if ctx.opts.output.text() {
-            super::quic::said_in_report();
+            super::said::said_in_report();
         }
     }
     let srtt = ctx

@@ -29,6 +29,7 @@ use crate::stop::Stop;
 use crate::tcp::{self, TcpOptions};
 
 mod accept;
+mod ctx;
 mod dest;
 mod dialled;
 mod gate;
@@ -39,6 +40,7 @@ pub(crate) use crate::peer_log as logs;
 pub use crate::protocol::{DEFAULT_PORT, DURATION_GRACE, HEADER_TIMEOUT};
 mod quic;
 mod reverse;
+mod said;
 mod streams;
 mod tcp_listen;
 
@@ -102,8 +104,7 @@ use tcp_listen::serve_tcp;
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time to wait for a file's digest after its data ended.
 pub const DIGEST_TIMEOUT: Duration = Duration::from_secs(60);
-/// A job that receives no data for this long is ended (checked at each report tick).
-pub const STALL_TIMEOUT: Duration = Duration::from_secs(120);
+pub use crate::protocol::STALL_TIMEOUT;
 /// A job whose data has started must move at least this much in every
 /// [`MIN_PROGRESS_WINDOW`] (about 8.7 kbit/s), else it loses its slot: without it, a sender
 /// trickling one byte every few seconds keeps a job slot for as long as its job may last.

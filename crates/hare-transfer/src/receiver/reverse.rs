@@ -21,34 +21,8 @@ use crate::report::Printer;
 use crate::sender::{BackPath, SendBack};
 
 use super::accept::Accepted;
-use super::job::JobCtx;
+use super::ctx::JobCtx;
 use super::logs;
-
-/// The qlog of a connection, shared by the connection's task and a reverse job on it.
-pub(super) type QlogSlot = std::sync::Arc<std::sync::Mutex<Option<crate::qlog::ConnectionQlog>>>;
-
-/// QUIC: what a reverse job needs of the connection's controller.
-#[derive(Clone)]
-pub(super) struct SendingCc {
-    /// The observer the controller reports to.
-    pub(super) observer: hare_cc::Observer,
-    /// When the controller was built.
-    pub(super) epoch: std::time::Instant,
-    /// The connection's qlog, whose controller sidecar the job writes while it samples.
-    pub(super) qlog: QlogSlot,
-}
-
-/// What this receiver cannot do in reverse mode; `Err` is the reason to refuse.
-pub(super) fn check(job: &Job) -> Result<(), String> {
-    if let Job::Files { .. } = job {
-        return Err(
-            "reverse mode (-r) moves bulk data only; to get files from this host, run hare-recv \
-             --dir on yours and hare-send here"
-                .into(),
-        );
-    }
-    Ok(())
-}
 
 /// Where a kernel-TCP job's data connections arrive, with their headers.
 type DataRx = mpsc::Receiver<(DataHeader, DataIn)>;
@@ -168,29 +142,4 @@ pub(super) async fn serve(
         stall_timeout: ctx.opts.limits.stall_timeout,
     };
     crate::sender::send_back(back, ctl_r, ctl_w).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reverse_is_bulk_only() {
-        let bulk = Job::Bulk {
-            bytes: Some(1),
-            seconds: None,
-            streams: 1,
-        };
-        let files = Job::Files {
-            files: Vec::new(),
-            resume: false,
-            force: false,
-            dirs: Vec::new(),
-            links: Vec::new(),
-            skip: None,
-            dest: None,
-        };
-        assert_eq!(check(&bulk), Ok(()));
-        assert!(check(&files).is_err_and(|r| r.contains("bulk data only")));
-    }
 }

@@ -15,10 +15,11 @@ use crate::error::Result;
 use crate::protocol::{write_frame, DataHeader, ToSender, MAX_STREAMS};
 use crate::stop::Stop;
 
+use super::ctx::JobCtx;
 use super::gate::Gate;
-use super::job::{run_job, JobCtx};
+use super::job::run_job;
 use super::logs;
-use super::quic::log_end;
+use super::said::{log_end, said_scope};
 use super::{RecvOptions, HEADER_TIMEOUT, REFUSE_TIMEOUT};
 
 type Sessions = Arc<Mutex<HashMap<[u8; 12], mpsc::Sender<(DataHeader, DataIn)>>>>;
@@ -55,7 +56,7 @@ pub(super) async fn serve_tcp(
             done_tx.clone(),
             names.clone(),
         );
-        tokio::spawn(super::quic::said_scope(async move {
+        tokio::spawn(said_scope(async move {
             let r = tcp_socket(opts.clone(), sock, peer, gate, sessions, names).await;
             drop(p);
             if let Some(r) = r {

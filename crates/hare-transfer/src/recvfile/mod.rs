@@ -217,7 +217,7 @@ fn name_in_use() -> String {
          within {} s of its last packet ({} s without data over kernel TCP) and the name is \
          free again; try again later",
         crate::quic_config::IDLE_TIMEOUT.as_secs(),
-        crate::receiver::STALL_TIMEOUT.as_secs()
+        crate::protocol::STALL_TIMEOUT.as_secs()
     )
 }
 

@@ -75,7 +75,7 @@ pub(super) fn spawn_reader(
     mut ctl_r: ControlRead,
     to_loop: mpsc::Sender<Ctl>,
     mut verdicts: HashMap<u32, oneshot::Sender<Verdict>>,
-    (restarts, words): (super::retry::Restarts, Words),
+    (restarts, words): (super::restarts::Restarts, Words),
 ) {
     tokio::spawn(async move {
         loop {

@@ -41,6 +41,7 @@ mod opener;
 mod plan;
 mod probe;
 mod recorder;
+mod restarts;
 mod retry;
 mod reverse_in;
 mod reverse_out;
@@ -49,8 +50,6 @@ mod tasks;
 mod tls_text;
 mod writers;
 /// Size of one write of bulk data (iperf3's `blksize`), for both sides' JSON documents.
-pub(crate) use writers::CHUNK;
-
 use connect::{connect, Connected};
 use control::{spawn_reader, spawn_writer, verdict_channels, Ctl};
 use finish::{add_refused, close_connection, file_reports, iperf_context, link_reports, summarise};
@@ -509,7 +508,7 @@ fn start_job(j: StartJob<'_>) -> Started {
     } = j;
     let (ctl_tx, ctl_rx) = mpsc::channel::<Ctl>(256);
     let (verdict_txs, verdict_rxs) = verdict_channels(sources.len());
-    let restarts = retry::Restarts::default();
+    let restarts = restarts::Restarts::default();
     let words = Words::for_sender(matches!(opener, Opener::Tcp { .. }));
     spawn_reader(
         ctl_r,

@@ -5,13 +5,12 @@
 //! never mix. rsync has the nearest thing: a file whose checksum does not match after the
 //! transfer is sent once more ("redo"); scp has nothing.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
 use super::control::Ctl;
+use super::restarts::Restarts;
 use crate::protocol::ToReceiver;
 use crate::sendfiles::Source;
 
@@ -21,31 +20,6 @@ pub const DEFAULT_RETRIES: u32 = 3;
 
 /// How long the receiver has to confirm that it discarded an attempt.
 const RESTART_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The files waiting for the receiver's `file-restart`, by index: the control reader fires
-/// them.
-#[derive(Clone, Default)]
-pub(super) struct Restarts(Arc<Mutex<HashMap<u32, oneshot::Sender<()>>>>);
-
-impl Restarts {
-    fn lock(&self) -> MutexGuard<'_, HashMap<u32, oneshot::Sender<()>>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Wait for the restart of `index` (registered before the retry is asked for).
-    fn expect(&self, index: u32) -> oneshot::Receiver<()> {
-        let (tx, rx) = oneshot::channel();
-        self.lock().insert(index, tx);
-        rx
-    }
-
-    /// The receiver restarted `index`; false when no file waited for it.
-    pub(super) fn fire(&self, index: u32) -> bool {
-        self.lock()
-            .remove(&index)
-            .is_some_and(|tx| tx.send(()).is_ok())
-    }
-}
 
 /// What a file task needs to send its file again.
 #[derive(Clone)]

@@ -299,6 +299,16 @@ fn spawn_tcp_streams(
     }
 }
 
+/// How the loop ended.
+struct Ended {
+    /// Why the run failed, if it did.
+    pub(super) failure: Option<TransferError>,
+    /// The user stopped it.
+    pub(super) interrupted: bool,
+    /// The sender's summary and the bytes it wrote.
+    pub(super) report: Option<(Summary, u64)>,
+}
+
 mod run;
 mod summary;
 pub(super) use run::take;

@@ -217,7 +217,7 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
         ctl_tx,
         HashMap::new(),
         // This side's peer is hare-send: its own words, not a receiver that went away.
-        (super::retry::Restarts::default(), Words::AsItWas),
+        (super::restarts::Restarts::default(), Words::AsItWas),
     );
     // Bulk writers send nothing on the control channel; this side writes its two frames
     // itself.
@@ -232,7 +232,7 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
         // Bulk data: nothing is ever sent again.
         retry: super::retry::Retry {
             max: 0,
-            restarts: super::retry::Restarts::default(),
+            restarts: super::restarts::Restarts::default(),
             notes: None,
         },
     };

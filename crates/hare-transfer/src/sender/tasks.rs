@@ -19,8 +19,9 @@ use super::bar::OverallBar;
 use super::control::Verdict;
 use super::opener::Opener;
 use super::retry::Retry;
-use super::writers::{bulk_writer, file_task, BulkPlan, Pacer, CHUNK};
+use super::writers::{bulk_writer, file_task, BulkPlan, Pacer};
 use super::FileReport;
+use crate::channels::CHUNK;
 
 /// What every data task shares.
 pub(super) struct DataShared {

@@ -14,15 +14,13 @@ use super::grow;
 use super::opener::Opener;
 use super::retry::{ask, confirmed, gave_up, is_change, Retry};
 use super::FileReport;
+use crate::channels::CHUNK;
 use crate::error::Result;
 use crate::protocol::{close, DataHeader, DataKind, FilePlan, ToReceiver};
 use crate::sendfiles::{open_source, prefix_hash, Source};
 
 /// How long a failed stream write waits for the receiver's verdict on that file.
 const VERDICT_GRACE: Duration = Duration::from_secs(2);
-
-/// Size of one write.
-pub(crate) const CHUNK: usize = 256 << 10;
 
 /// Application-level rate limit (`-R`) shared by every stream of the job: each write adds to
 /// one byte count and waits until the total is due at the rate, so the streams together keep

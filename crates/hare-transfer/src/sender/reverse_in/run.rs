@@ -3,17 +3,8 @@
 
 use super::super::finish::close_connection;
 use super::summary::{header, summary_of};
+use super::Ended;
 use super::*;
-
-/// How the loop ended.
-pub(super) struct Ended {
-    /// Why the run failed, if it did.
-    pub(super) failure: Option<TransferError>,
-    /// The user stopped it.
-    pub(super) interrupted: bool,
-    /// The sender's summary and the bytes it wrote.
-    pub(super) report: Option<(Summary, u64)>,
-}
 
 /// Everything the loop reads and writes.
 struct Loop<'a> {

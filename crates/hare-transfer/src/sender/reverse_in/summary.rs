@@ -1,7 +1,7 @@
 //! The reverse run's summary: this side's counts joined to the sending side's own figures,
 //! and the header of its report.
 
-use super::run::Ended;
+use super::Ended;
 use super::*;
 
 /// This side's counts joined to the sender's own figures, with the notes that explain them.
