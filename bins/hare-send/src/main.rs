@@ -16,12 +16,12 @@ mod rerun;
 mod ssh_serve;
 use clap::{Args, Parser, Subcommand};
 use hare_transfer::exit::{ExitKind, SEND_EXIT_HELP};
-use hare_transfer::protocol::SkipRule;
 use hare_transfer::quic_config::{
     Link, Liveness, DEFAULT_CONNECT_TIMEOUT, DEFAULT_KEEP_ALIVE, DEFAULT_SEND_IDLE_TIMEOUT,
 };
 use hare_transfer::report::{JsonTarget, OutputOptions};
 use hare_transfer::trust::Trust;
+use hare_transfer::SkipRule;
 use hare_transfer::{SendJob, SendOptions, TcpSendOptions, TransferError};
 
 /// The signal a file transfer the user interrupted is reported with when none was seen
@@ -197,7 +197,7 @@ struct SendArgs {
     /// Send a file that changed while it was read again from its start, up to N times, then
     /// fail it (0: fail at once).
     #[arg(long, value_name = "N", default_value_t = hare_transfer::sender::DEFAULT_RETRIES,
-          value_parser = clap::value_parser!(u32).range(0..=i64::from(hare_transfer::protocol::MAX_RETRIES)))]
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(hare_transfer::sender::MAX_RETRIES)))]
     retries: u32,
 }
 

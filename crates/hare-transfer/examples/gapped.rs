@@ -180,7 +180,7 @@ async fn spawn_relay(
 
 /// One file job of `STREAMS` large files, written one byte per millisecond per stream.
 async fn attacker(relay: SocketAddr, fp: Fingerprint, stop: Arc<AtomicBool>) {
-    let (crypto, _) = hare_transfer::trust::client_crypto_as(
+    let crypto = hare_transfer::testkit::client_crypto(
         &Trust::Pin(fp),
         Some(&hare_transfer::testkit::test_sender()),
     )

@@ -63,11 +63,11 @@ pub struct BenchCase {
 impl BenchCase {
     /// hare / plain quinn: the median of the rounds' ratios (each measured back to back),
     /// or the ratio of the medians when there were no rounds.
-    pub fn vs_plain(&self) -> f64 {
+    pub(crate) fn vs_plain(&self) -> f64 {
         median(&self.round_ratios).unwrap_or_else(|| ratio(self.hare_mbps, self.plain_mbps))
     }
     /// hare / kernel TCP.
-    pub fn vs_tcp(&self) -> f64 {
+    pub(crate) fn vs_tcp(&self) -> f64 {
         ratio(self.hare_mbps, self.tcp_mbps)
     }
 }

@@ -8,9 +8,9 @@ use std::process::Command;
 use std::time::Instant;
 
 use crate::error::{Result, TransferError};
+use crate::loopback::{recv_options, send_options, BackgroundReceiver};
 use crate::sender::SendJob;
 use crate::stop::Stop;
-use crate::testkit::{recv_options, send_options, BackgroundReceiver};
 
 /// Files per directory of the generated tree.
 const PER_DIR: usize = 100;

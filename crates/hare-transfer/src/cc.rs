@@ -41,14 +41,9 @@ impl QuicCc {
         self.spec.profile_name().map(str::to_owned)
     }
 
-    /// True for quinn's built-in controllers (they publish no events).
-    pub fn is_quinn(&self) -> bool {
-        self.spec.is_quinn()
-    }
-
     /// A factory whose controllers report to `observer`, each wrapped to count which limit
     /// binds (`limits::Watched`, read by the interval sampler).
-    pub fn factory(&self, observer: &Observer) -> Arc<dyn ControllerFactory + Send + Sync> {
+    pub(crate) fn factory(&self, observer: &Observer) -> Arc<dyn ControllerFactory + Send + Sync> {
         Arc::new(crate::limits::WatchedFactory::new(
             self.spec.factory_with_observer(observer.clone()),
         ))
@@ -56,7 +51,7 @@ impl QuicCc {
 }
 
 /// Kernel congestion controls hare maps `--cc` to in `--tcp` mode.
-pub const KERNEL_TCP_NAMES: [&str; 3] = ["cubic", "reno", "bbr"];
+pub(crate) const KERNEL_TCP_NAMES: [&str; 3] = ["cubic", "reno", "bbr"];
 
 /// The kernel `TCP_CONGESTION` name for a `--cc` value in `--tcp` mode: the algorithm part
 /// before any `@profile` or `,key=value` (`cubic@linux-6` -> `cubic`; `quinn-bbr` -> `bbr`).
@@ -93,7 +88,7 @@ mod tests {
         assert_eq!(QuicCc::default().name(), "cubic@linux-6");
         assert_eq!(QuicCc::default().profile().as_deref(), Some("linux-6"));
         assert!(QuicCc::parse("quinn-cubic")
-            .map(|c| c.is_quinn())
+            .map(|c| c.profile().is_none())
             .unwrap_or(false));
         assert!(QuicCc::parse("vegas").is_err());
     }

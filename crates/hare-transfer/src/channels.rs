@@ -10,9 +10,11 @@ use tokio::net::TcpStream;
 
 use crate::error::{Result, TransferError};
 use crate::protocol::DataHeader;
+pub(crate) use crate::protocol::TCP_CONTROL_MAGIC;
 
-/// Magic that opens a TCP control connection (data connections open with `HARE`).
-pub const TCP_CONTROL_MAGIC: &[u8; 4] = b"HCTL";
+/// Size of one write on a data channel: the sender writes at most this much at a time
+/// (iperf3 JSON states it as `blksize`).
+pub(crate) const CHUNK: usize = 256 << 10;
 /// Read size of TCP data connections.
 const TCP_READ: usize = 256 << 10;
 
@@ -296,7 +298,3 @@ mod tests {
         assert_eq!(written, got);
     }
 }
-
-/// Size of one write on a data channel: the sender writes at most this much at a time
-/// (iperf3 JSON states it as `blksize`).
-pub(crate) const CHUNK: usize = 256 << 10;

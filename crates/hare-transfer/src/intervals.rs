@@ -57,15 +57,7 @@ pub struct Line {
     pub streams: Vec<u64>,
 }
 
-impl Line {
-    /// A line not counted by stream.
-    pub fn whole(interval: Interval) -> Self {
-        Self {
-            interval,
-            streams: Vec::new(),
-        }
-    }
-}
+impl Line {}
 
 /// What each stream moved since `last`, with `last` brought to `now` (a count that went
 /// backwards counts nothing).
@@ -174,6 +166,7 @@ impl ArrivalIntervals {
         }
     }
 
+    #[cfg(test)]
     /// Bytes counted into closed intervals so far.
     pub fn counted(&self) -> u64 {
         self.last_bytes

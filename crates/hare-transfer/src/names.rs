@@ -10,8 +10,6 @@
 //! way must be a real directory, never a symbolic link (`recvfile::beneath`), so that no name
 //! can escape the receiving directory.
 
-use std::path::{Path, PathBuf};
-
 /// Longest path component accepted, in bytes (255 minus the temporary name's decoration).
 pub const MAX_COMPONENT: usize = 200;
 /// Longest name accepted, in bytes.
@@ -55,17 +53,6 @@ pub fn check_name(name: &str) -> Result<Vec<&str>, String> {
         }
     }
     Ok(parts)
-}
-
-/// The final path of a checked name under `dir` (for messages and tests; the receiver itself
-/// reaches it only through a directory descriptor, see `recvfile::beneath`).
-pub fn final_path(dir: &Path, name: &str) -> Result<PathBuf, String> {
-    let parts = check_name(name)?;
-    let mut p = dir.to_path_buf();
-    for c in parts {
-        p.push(c);
-    }
-    Ok(p)
 }
 
 /// The file a job writes `leaf` (a name's last component) to, in the same directory:

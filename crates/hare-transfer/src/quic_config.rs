@@ -14,7 +14,7 @@ use crate::error::{Result, TransferError};
 pub const DEFAULT_WINDOW: u64 = 32 << 20;
 /// Default `--max-window`, the cap of `-w auto` ([`hare_cc::autotune::DEFAULT_MAX_WINDOW`],
 /// the same in hare-sim).
-pub const DEFAULT_MAX_WINDOW: u64 = hare_cc::autotune::DEFAULT_MAX_WINDOW;
+pub(crate) const DEFAULT_MAX_WINDOW: u64 = hare_cc::autotune::DEFAULT_MAX_WINDOW;
 /// How often an autotuned connection looks at what it received: well below any wide-area
 /// RTT, so that the once-per-RTT decision comes at most this late.
 const AUTOTUNE_TICK: Duration = Duration::from_millis(10);
@@ -22,14 +22,14 @@ const AUTOTUNE_TICK: Duration = Duration::from_millis(10);
 /// stream (see [`Link::connection_window`]).
 pub const CONTROL_ALLOWANCE: u64 = 1 << 20;
 /// Smallest `-w` accepted.
-pub const MIN_WINDOW: u64 = 64 << 10;
+pub(crate) const MIN_WINDOW: u64 = 64 << 10;
 /// Smallest `--mtu` QUIC allows (RFC 9000 section 14: 1200-byte datagrams).
-pub const MIN_MTU: u16 = 1200;
+pub(crate) const MIN_MTU: u16 = 1200;
 /// quinn's default MTU-discovery upper bound (1500 minus IPv6 and UDP headers).
-pub const DEFAULT_MTU_BOUND: u16 = 1452;
+pub(crate) const DEFAULT_MTU_BOUND: u16 = 1452;
 /// Idle timeout of hare connections (the receiver's; a sender's shorter `--idle-timeout`
 /// wins, QUIC takes the smaller of the two ends' `max_idle_timeout`, RFC 9000 section 10.1).
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default `--idle-timeout` of the sender: a dead receiver or path ends the run this soon.
 pub const DEFAULT_SEND_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default `--keep-alive` of the sender: a PING this often keeps ACKs coming while no data
@@ -63,7 +63,7 @@ impl Default for Liveness {
 impl Liveness {
     /// Check the settings: an idle timeout of 1 s to 1 h, a keep-alive shorter than it, a
     /// connect timeout of 1 s to 1 h.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         let idle = self.idle_timeout.as_secs_f64();
         if !(1.0..=3600.0).contains(&idle) {
             return Err(TransferError::Usage(format!(
@@ -146,7 +146,7 @@ impl Link {
     /// [`CONTROL_ALLOWANCE`] for any number of streams; the data may then use the allowance
     /// too, and a control message (sent at a higher priority) waits at most until the
     /// receiver has read what is in flight, which it does at once.
-    pub fn connection_window(&self) -> u64 {
+    pub(crate) fn connection_window(&self) -> u64 {
         let streams = if self.auto { 1 } else { self.streams.max(1) };
         self.window
             .saturating_mul(u64::from(streams))
@@ -155,7 +155,7 @@ impl Link {
 
     /// The connection receive window a connection starts with: the autotuner's first window
     /// plus [`CONTROL_ALLOWANCE`], or [`Link::connection_window`] when fixed.
-    pub fn initial_receive_window(&self) -> u64 {
+    pub(crate) fn initial_receive_window(&self) -> u64 {
         if self.auto {
             hare_cc::autotune::INITIAL_WINDOW
                 .min(self.window)
@@ -183,7 +183,7 @@ impl Link {
     }
 
     /// Check the settings.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         if self.window < MIN_WINDOW && self.auto {
             return Err(TransferError::Usage(format!(
                 "--max-window {} is below the minimum of {MIN_WINDOW} bytes",
@@ -210,12 +210,12 @@ impl Link {
     }
 
     /// The largest UDP payload this end sends or accepts.
-    pub fn max_udp_payload(&self) -> u16 {
+    pub(crate) fn max_udp_payload(&self) -> u16 {
         self.mtu.unwrap_or(DEFAULT_MTU_BOUND).max(DEFAULT_MTU_BOUND)
     }
 
     /// Endpoint settings: the largest UDP payload accepted.
-    pub fn endpoint_config(&self) -> Result<EndpointConfig> {
+    pub(crate) fn endpoint_config(&self) -> Result<EndpointConfig> {
         let mut c = EndpointConfig::default();
         if let Some(m) = self.mtu {
             c.max_udp_payload_size(m.max(DEFAULT_MTU_BOUND))
@@ -252,7 +252,7 @@ impl Link {
 /// grows the window once per round trip to about twice the bytes that arrived
 /// ([`hare_cc::autotune::RcvAutotune`]; UDP payload bytes, which is what the window credits
 /// give the path room for), never beyond `grant`.
-pub fn open_receive_window(conn: &quinn::Connection, link: &Link, grant: u64) {
+pub(crate) fn open_receive_window(conn: &quinn::Connection, link: &Link, grant: u64) {
     if !link.auto {
         conn.set_receive_window(VarInt::from_u64(grant).unwrap_or(VarInt::MAX));
         return;
@@ -293,7 +293,7 @@ async fn autotune(conn: quinn::Connection, mut tuner: hare_cc::autotune::RcvAuto
 }
 
 /// The transport of one connection: [`Link::transport`] plus the controller factory.
-pub fn transport_with(
+pub(crate) fn transport_with(
     link: &Link,
     factory: Arc<dyn quinn::congestion::ControllerFactory + Send + Sync>,
 ) -> TransportConfig {

@@ -51,7 +51,7 @@ impl OutputOptions {
 
 /// Prints text lines, through the progress bars when they are shown.
 #[derive(Debug, Clone)]
-pub struct Printer {
+pub(crate) struct Printer {
     text: bool,
     multi: Option<MultiProgress>,
     tag: Option<JobTag>,
@@ -60,7 +60,7 @@ pub struct Printer {
 /// Which job a line belongs to, said only while several jobs of a receiver overlap (one job's
 /// lines read as nuttcp's; two jobs' lines interleaved need a name).
 #[derive(Debug, Clone)]
-pub struct JobTag {
+pub(crate) struct JobTag {
     text: String,
     running: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
@@ -101,7 +101,7 @@ impl Printer {
     }
 
     /// Show progress bars in `multi` and print through it.
-    pub fn with_progress(mut self, multi: MultiProgress) -> Self {
+    pub(crate) fn with_progress(mut self, multi: MultiProgress) -> Self {
         self.multi = Some(multi);
         self
     }
@@ -112,7 +112,7 @@ impl Printer {
     }
 
     /// True when text is printed.
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.text
     }
 
@@ -144,7 +144,7 @@ impl Printer {
 
 /// One run's records: printed, streamed and kept for the final JSON.
 #[derive(Debug)]
-pub struct RunLog {
+pub(crate) struct RunLog {
     run: Run,
     printer: Printer,
     jsonl: Option<BufWriter<File>>,
@@ -186,25 +186,20 @@ impl RunLog {
         Ok(log)
     }
 
-    /// The run so far.
-    pub fn run(&self) -> &Run {
-        &self.run
-    }
-
     /// What the iperf3-shaped document says about the connection and the test beyond the
     /// run's own records.
-    pub fn set_iperf(&mut self, cx: IperfContext) {
+    pub(crate) fn set_iperf(&mut self, cx: IperfContext) {
         self.iperf = cx;
     }
 
     /// Mark the run as reverse mode (`-r`: the receiver sends), for the iperf3-shaped
     /// document (`start.test_start.reverse`).
-    pub fn set_reverse(&mut self) {
+    pub(crate) fn set_reverse(&mut self) {
         self.reverse = true;
     }
 
     /// The printer.
-    pub fn printer(&self) -> &Printer {
+    pub(crate) fn printer(&self) -> &Printer {
         &self.printer
     }
 
@@ -213,11 +208,6 @@ impl RunLog {
             let _ = jsonl::write_record(&mut *w, rec);
             let _ = w.flush();
         }
-    }
-
-    /// Record and print an interval not counted by stream.
-    pub fn interval(&mut self, iv: Interval) {
-        self.line(Line::whole(iv));
     }
 
     /// Record and print an interval; with several streams, one line per stream first and
@@ -244,7 +234,7 @@ impl RunLog {
 
     /// The job's final payload bytes by stream (bulk jobs), for the summary's per-stream
     /// lines and the JSON's `end.streams`.
-    pub fn stream_totals(&mut self, totals: Vec<u64>) {
+    pub(crate) fn stream_totals(&mut self, totals: Vec<u64>) {
         self.per_stream.totals = totals;
     }
 
@@ -317,12 +307,12 @@ impl RunLog {
 
 /// One stream's share of an interval or of the summary: `[  1]` (stream numbers from 1) and
 /// the nuttcp rate part.
-pub fn stream_line(index: usize, bytes: u64, seconds: f64) -> String {
+pub(crate) fn stream_line(index: usize, bytes: u64, seconds: f64) -> String {
     format!("[{:3}]{}", index + 1, nuttcp::rate_part(bytes, seconds))
 }
 
 /// The receiver's interval line: the nuttcp part and its own RTT estimate.
-pub fn receiver_line(iv: &Interval) -> String {
+pub(crate) fn receiver_line(iv: &Interval) -> String {
     let mut s = nuttcp::rate_part(iv.bytes, iv.seconds());
     if let Some(r) = iv.srtt_ms {
         s.push_str(&format!("  srtt {r:8.3} ms"));
@@ -331,7 +321,7 @@ pub fn receiver_line(iv: &Interval) -> String {
 }
 
 /// The text form of the events worth a line (slow-start exits, RTO resets, errors, notes).
-pub fn event_line(ev: &Event) -> Option<String> {
+pub(crate) fn event_line(ev: &Event) -> Option<String> {
     match &ev.kind {
         EventKind::Cc { event } => match event {
             hare_report::CcEvent::SlowStartExit {

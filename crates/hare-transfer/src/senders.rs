@@ -13,7 +13,7 @@ use crate::error::{Result, TransferError};
 use crate::identity::Fingerprint;
 
 /// Name of the allow-list file in the receiver's identity directory.
-pub const ALLOW_FILE: &str = "allowed-senders";
+pub(crate) const ALLOW_FILE: &str = "allowed-senders";
 
 /// The default allow-list file for a receiver whose identity lives in `identity_dir`.
 pub fn default_allow_file(identity_dir: &Path) -> PathBuf {
@@ -21,7 +21,7 @@ pub fn default_allow_file(identity_dir: &Path) -> PathBuf {
 }
 
 /// Parse an allow list; an error names the line.
-pub fn parse_allow_list(text: &str) -> Result<Vec<Fingerprint>, String> {
+pub(crate) fn parse_allow_list(text: &str) -> Result<Vec<Fingerprint>, String> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -54,7 +54,7 @@ pub fn load_allow_file(path: &Path) -> Result<Option<Vec<Fingerprint>>> {
 
 /// How a receiver authorises senders.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Authorisation {
+pub(crate) struct Authorisation {
     /// Sender certificate fingerprints let in.
     pub allow: Vec<Fingerprint>,
     /// The token that lets a sender in (`--token`).
@@ -64,7 +64,7 @@ pub struct Authorisation {
 impl Authorisation {
     /// True when neither fingerprints nor a token are configured: anyone who reaches the port
     /// gets in.
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.allow.is_empty() && self.token.is_none()
     }
 

@@ -15,7 +15,7 @@ use crate::protocol::{FileEntry, LinkEntry, MAX_FILES};
 
 /// A local file and the name it travels under.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Source {
+pub(crate) struct Source {
     /// Local path.
     pub path: PathBuf,
     /// Name in the job.
@@ -75,7 +75,7 @@ fn entry(name: String, m: &std::fs::Metadata, keep: Keep) -> FileEntry {
 
 /// What the command line names, ready for a job.
 #[derive(Debug, Default)]
-pub struct Gathered {
+pub(crate) struct Gathered {
     /// The files to send.
     pub sources: Vec<Source>,
     /// Entries skipped (symbolic links, special files), for the user.
@@ -96,7 +96,7 @@ pub type Refused = Vec<(String, String)>;
 /// character, a component over [`names::MAX_COMPONENT`] bytes...): those are left out of the
 /// job, which goes on without them, and reported as failed.
 /// Also returns the directories that hold nothing, by job name.
-pub fn gather(paths: &[PathBuf], keep: Keep) -> Result<Gathered> {
+pub(crate) fn gather(paths: &[PathBuf], keep: Keep) -> Result<Gathered> {
     let mut g = Gathered::default();
     for p in paths {
         let meta = std::fs::symlink_metadata(p)
@@ -262,7 +262,7 @@ fn walk(dir: &Path, name: &str, (depth, keep): (usize, Keep), g: &mut Gathered) 
 /// a FIFO put in its place since it was listed cannot hold the open until some writer comes
 /// (for a regular file the flag changes nothing), and refused when it is no longer a regular
 /// file (a FIFO, a device, a directory). The error is the file's reason, with its path.
-pub fn open_source(path: &Path) -> std::result::Result<std::fs::File, String> {
+pub(crate) fn open_source(path: &Path) -> std::result::Result<std::fs::File, String> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -281,7 +281,10 @@ pub fn open_source(path: &Path) -> std::result::Result<std::fs::File, String> {
 /// BLAKE3 of the first `len` bytes of `path` (to check a receiver's resume offer), and the
 /// hash state to continue from. The file is opened as [`open_source`] opens it; the error
 /// is the file's reason.
-pub fn prefix_hash(path: &Path, len: u64) -> std::result::Result<(blake3::Hasher, u64), String> {
+pub(crate) fn prefix_hash(
+    path: &Path,
+    len: u64,
+) -> std::result::Result<(blake3::Hasher, u64), String> {
     use std::io::Read;
     let f = open_source(path)?;
     let mut h = blake3::Hasher::new();

@@ -1,22 +1,7 @@
 //! Free space of the file system that receives files.
 
-use std::path::Path;
-
-use crate::error::{Result, TransferError};
+use crate::error::Result;
 use crate::recvfile::Root;
-
-/// Bytes available to an unprivileged writer on the file system holding `dir`
-/// (`f_bavail x f_frsize` of statvfs(3)).
-pub fn available_bytes(dir: &Path) -> Result<u64> {
-    let st = nix::sys::statvfs::statvfs(dir).map_err(|e| {
-        TransferError::io(
-            format!("checking free space of {}", dir.display()),
-            std::io::Error::from(e),
-        )
-    })?;
-    #[allow(clippy::unnecessary_cast)] // the field types differ between libcs
-    Ok((st.blocks_available() as u64).saturating_mul(st.fragment_size() as u64))
-}
 
 /// `Err` with the reason for a sender when the receive directory's file system has less than
 /// `need` bytes free (checked through the open directory, `fstatvfs(2)`).
@@ -74,8 +59,6 @@ mod tests {
     #[test]
     fn tmp_has_some_space() {
         let d = tempfile::tempdir().expect("tempdir");
-        assert!(available_bytes(d.path()).expect("statvfs") > 0);
-        assert!(available_bytes(&d.path().join("missing")).is_err());
         let root = Root::open(d.path()).expect("root");
         assert!(check_free(&root, 1).is_ok());
         let e = check_free(&root, u64::MAX).expect_err("no disk is that large");

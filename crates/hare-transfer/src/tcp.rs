@@ -18,7 +18,7 @@ use crate::error::{Result, TransferError};
 
 /// What the kernel says about a TCP socket (`struct tcp_info`), in the kernel's units.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TcpInfo {
+pub(crate) struct TcpInfo {
     /// `tcpi_snd_cwnd`, segments.
     pub cwnd: u32,
     /// `tcpi_snd_ssthresh`, segments; `None` while it is the "infinite" initial value.
@@ -49,7 +49,7 @@ impl TcpInfo {
     /// (which also counts the SYN, and a FIN once acknowledged) plus the SACKed segments at
     /// one MSS each (bulk segments are full-sized), less the SYN, an acknowledged FIN and the
     /// `header` bytes that opened the channel.
-    pub fn delivered_payload(&self, header: u64) -> u64 {
+    pub(crate) fn delivered_payload(&self, header: u64) -> u64 {
         let sacked = u64::from(self.sacked) * u64::from(self.snd_mss);
         let control = 1 + u64::from(self.fin_acked);
         (self.bytes_acked + sacked).saturating_sub(control + header)
@@ -82,7 +82,7 @@ pub fn abort(sock: &impl AsRawFd) -> std::io::Result<()> {
 const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 
 /// Read `TCP_INFO` of a connected socket.
-pub fn tcp_info(sock: &impl AsRawFd) -> std::io::Result<TcpInfo> {
+pub(crate) fn tcp_info(sock: &impl AsRawFd) -> std::io::Result<TcpInfo> {
     // SAFETY: tcp_info is plain old data; getsockopt writes at most `len` bytes into it.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
@@ -126,7 +126,7 @@ pub fn congestion_control(sock: &TcpStream) -> Option<String> {
 }
 
 /// The kernel's available congestion controls, for error messages.
-pub fn available_controls() -> String {
+pub(crate) fn available_controls() -> String {
     std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
         .map(|s| s.trim().to_owned())
         .unwrap_or_else(|_| "unknown".into())
@@ -206,7 +206,7 @@ pub fn listen(addr: SocketAddr, opts: &TcpOptions) -> Result<tokio::net::TcpList
 }
 
 /// The controller a connected socket actually runs.
-pub fn congestion_of(stream: &TcpStream) -> Option<String> {
+pub(crate) fn congestion_of(stream: &TcpStream) -> Option<String> {
     socket2::SockRef::from(stream)
         .tcp_congestion()
         .ok()

@@ -39,7 +39,7 @@ pub enum Trust {
 /// Why the last handshake's pin check failed, shared with the verifier so that the sender can
 /// say so instead of relaying a bare TLS alert.
 #[derive(Debug, Clone, Default)]
-pub struct PinReport(Arc<Mutex<Option<(Fingerprint, Fingerprint)>>>);
+pub(crate) struct PinReport(Arc<Mutex<Option<(Fingerprint, Fingerprint)>>>);
 
 impl PinReport {
     /// `(expected, presented)` of the last mismatch, if any.
@@ -178,7 +178,7 @@ impl ClientCertVerifier for SenderCertVerifier {
 }
 
 /// The SHA-256 fingerprint of the certificate the peer of `conn` presented, if any.
-pub fn peer_fingerprint(conn: &quinn::Connection) -> Option<Fingerprint> {
+pub(crate) fn peer_fingerprint(conn: &quinn::Connection) -> Option<Fingerprint> {
     let any = conn.peer_identity()?;
     let chain = any.downcast::<Vec<CertificateDer<'static>>>().ok()?;
     chain.first().map(|c| Fingerprint::of(c.as_ref()))
@@ -186,13 +186,13 @@ pub fn peer_fingerprint(conn: &quinn::Connection) -> Option<Fingerprint> {
 
 /// A rustls client configuration for `trust` (ALPN `hare/1`, TLS 1.3 as QUIC requires)
 /// presenting no certificate of its own, and the handle that reports a pin mismatch.
-pub fn client_crypto(trust: &Trust) -> Result<(rustls::ClientConfig, PinReport)> {
+pub(crate) fn client_crypto(trust: &Trust) -> Result<(rustls::ClientConfig, PinReport)> {
     client_crypto_as(trust, None)
 }
 
 /// Like [`client_crypto`], presenting `identity` (the sender's own certificate) when the
 /// receiver asks for one.
-pub fn client_crypto_as(
+pub(crate) fn client_crypto_as(
     trust: &Trust,
     identity: Option<&Identity>,
 ) -> Result<(rustls::ClientConfig, PinReport)> {
@@ -250,7 +250,7 @@ pub fn client_crypto_as(
 
 /// A rustls server configuration presenting `identity` (ALPN `hare/1`, TLS 1.3) and asking
 /// clients for their certificate (optional at the TLS level, see the module doc).
-pub fn server_crypto(identity: &Identity) -> Result<rustls::ServerConfig> {
+pub(crate) fn server_crypto(identity: &Identity) -> Result<rustls::ServerConfig> {
     let provider = provider();
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])
@@ -267,7 +267,7 @@ pub fn server_crypto(identity: &Identity) -> Result<rustls::ServerConfig> {
 
 /// True when `given` matches the receiver's `required` token. Both are hashed first so the
 /// comparison takes the same time whatever the lengths and contents.
-pub fn token_matches(required: &str, given: Option<&str>) -> bool {
+pub(crate) fn token_matches(required: &str, given: Option<&str>) -> bool {
     let Some(given) = given else {
         return false;
     };

@@ -350,7 +350,7 @@ fn resume_with_a_corrupted_partial_starts_over() {
 
 /// A hand-made client: connects with the pinned identity and speaks the protocol directly.
 async fn raw_hello(addr: std::net::SocketAddr, fp: Fingerprint, hello: &ToReceiver) -> ToSender {
-    let (crypto, _) = hare_transfer::trust::client_crypto_as(
+    let crypto = hare_transfer::testkit::client_crypto(
         &Trust::Pin(fp),
         Some(&hare_transfer::testkit::test_sender()),
     )
@@ -481,7 +481,7 @@ fn receiver_survives_misbehaving_clients_and_bounds_jobs() {
     // Garbage on the control stream, a client that vanishes mid-hello, a client that never
     // speaks: each ends its own connection only.
     rt().block_on(async {
-        let (crypto, _) = hare_transfer::trust::client_crypto_as(
+        let crypto = hare_transfer::testkit::client_crypto(
             &Trust::Pin(fp),
             Some(&hare_transfer::testkit::test_sender()),
         )

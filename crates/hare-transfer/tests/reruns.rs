@@ -6,11 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use hare_transfer::protocol::SkipRule;
 use hare_transfer::testkit::{
     in_progress, recv_options, runtime as rt, seeded_bytes as bytes, send_options,
     BackgroundReceiver,
 };
+use hare_transfer::SkipRule;
 use hare_transfer::{send, stop_pair, SendJob, SendOptions, SendOutcome, Stop};
 
 struct Fixture {

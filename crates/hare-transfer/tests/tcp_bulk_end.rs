@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use hare_transfer::channels::TCP_CONTROL_MAGIC;
+use hare_transfer::protocol::TCP_CONTROL_MAGIC;
 use hare_transfer::protocol::{
     read_frame, write_frame, DataHeader, DataKind, Job, ToReceiver, ToSender, PROTOCOL_VERSION,
 };

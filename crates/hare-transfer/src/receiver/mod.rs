@@ -37,7 +37,8 @@ mod job;
 // Peer text for the log (also the sender's), below both sides.
 pub(crate) use crate::peer_log as logs;
 // The protocol's port and deadlines, defined with the protocol (the sender uses them too).
-pub use crate::protocol::{DEFAULT_PORT, DURATION_GRACE, HEADER_TIMEOUT};
+pub use crate::protocol::DEFAULT_PORT;
+use crate::protocol::{DURATION_GRACE, HEADER_TIMEOUT};
 mod quic;
 mod reverse;
 mod said;
@@ -101,25 +102,25 @@ use tcp_listen::serve_tcp;
 
 /// Time a client has, from its first packet, to complete the handshake, open the control
 /// stream and send its Hello (one deadline for all three).
-pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time to wait for a file's digest after its data ended.
-pub const DIGEST_TIMEOUT: Duration = Duration::from_secs(60);
-pub use crate::protocol::STALL_TIMEOUT;
+pub(crate) const DIGEST_TIMEOUT: Duration = Duration::from_secs(60);
+use crate::protocol::STALL_TIMEOUT;
 /// A job whose data has started must move at least this much in every
 /// [`MIN_PROGRESS_WINDOW`] (about 8.7 kbit/s), else it loses its slot: without it, a sender
 /// trickling one byte every few seconds keeps a job slot for as long as its job may last.
-pub const MIN_PROGRESS: u64 = 64 << 10;
+pub(crate) const MIN_PROGRESS: u64 = 64 << 10;
 /// The window over which [`MIN_PROGRESS`] is measured.
-pub const MIN_PROGRESS_WINDOW: Duration = Duration::from_secs(60);
+pub(crate) const MIN_PROGRESS_WINDOW: Duration = Duration::from_secs(60);
 /// Longest a single control message to a sender may take to be written (a sender that does
 /// not read its control stream is dropped after this).
-pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest a refusal may take to be written; the connection is closed regardless.
 pub const REFUSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Progress requests answered per second per connection (a sender asks once per `-i`, at
 /// most 10 per second); requests beyond this rate, after a burst of twice as many, are not
 /// answered.
-pub const PROGRESS_RATE: u32 = 20;
+pub(crate) const PROGRESS_RATE: u32 = 20;
 /// Largest run of contiguous file data gathered before one positional write.
 pub(crate) const COALESCE: usize = 1 << 20;
 

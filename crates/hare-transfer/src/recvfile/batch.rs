@@ -49,6 +49,7 @@ impl Batch {
         self.items.push((index, v));
     }
 
+    #[cfg(test)]
     /// Files waiting.
     pub fn len(&self) -> usize {
         self.items.len()

@@ -58,11 +58,13 @@ impl ReorderBudget {
         }
     }
 
+    #[cfg(test)]
     /// Ranges held now, over all files.
     pub fn ranges(&self) -> u64 {
         self.ranges.load(Ordering::Relaxed)
     }
 
+    #[cfg(test)]
     /// Bytes held out of order now, over all files.
     pub fn bytes(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed)
@@ -193,6 +195,7 @@ impl EarlyRanges {
         Some((s, e))
     }
 
+    #[cfg(test)]
     /// Map operations done so far.
     pub(crate) fn work(&self) -> u64 {
         self.work

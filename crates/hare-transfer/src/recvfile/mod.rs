@@ -26,12 +26,12 @@ mod part;
 mod skip;
 
 pub(crate) use batch::syncfs;
-pub use batch::{Batch, Published, BATCH_DELAY, BATCH_FILES};
+pub use batch::{Batch, Published};
 
 pub use beneath::Root;
 pub use claims::{FinalNames, NameClaim};
 use early::EarlyRanges;
-pub use early::{EarlyError, ReorderBudget};
+pub use early::ReorderBudget;
 pub use links::make_link;
 pub use owner::Owner;
 use part::{ClosedPart, PartError, PartFile};
@@ -339,11 +339,7 @@ impl FileSink {
         self_err(&self.name, what, e)
     }
 
-    /// The file's name in the job.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
+    #[cfg(test)]
     /// Payload bytes received through this sink.
     pub fn received(&self) -> u64 {
         self.received
@@ -354,6 +350,7 @@ impl FileSink {
         self.hashed == self.size
     }
 
+    #[cfg(test)]
     /// Map operations spent on out-of-order bookkeeping so far (a cost that tests can count).
     pub fn reorder_work(&self) -> u64 {
         self.early.work()
@@ -457,6 +454,7 @@ impl FileSink {
         Ok(())
     }
 
+    #[cfg(test)]
     /// Verify against the sender's digest, sync it and move this job's file to the final
     /// name (one file on its own; a job publishes through a [`Batch`] instead).
     pub fn finish(self, expected_hex: &str) -> Result<()> {

@@ -49,6 +49,7 @@ mod run_loop;
 mod tasks;
 mod tls_text;
 mod writers;
+pub use crate::protocol::MAX_RETRIES;
 /// Size of one write of bulk data (iperf3's `blksize`), for both sides' JSON documents.
 use connect::{connect, Connected};
 use control::{spawn_reader, spawn_writer, verdict_channels, Ctl};
@@ -57,12 +58,11 @@ use gone::Words;
 use handshake::{hello, Welcome};
 use header::{announce, run_header, Negotiated};
 use opener::Opener;
-pub use plan::MAX_SECONDS;
 use plan::{plan, Plan};
 use probe::Probe;
 use recorder::Recorder;
 pub use retry::DEFAULT_RETRIES;
-pub use reverse_out::{send_back, BackPath, SendBack};
+pub(crate) use reverse_out::{send_back, BackPath, SendBack};
 use run_loop::{Context, Inputs};
 use tasks::{pacer, spawn_bulk, spawn_files, DataShared, DataTasks};
 
@@ -204,7 +204,7 @@ impl SendOutcome {
 }
 
 /// Split `HOST[:PORT]` (`[v6]:port`, bare IPv6 without a port).
-pub fn split_host_port(s: &str, default_port: u16) -> Result<(String, u16)> {
+pub(crate) fn split_host_port(s: &str, default_port: u16) -> Result<(String, u16)> {
     let bad = || TransferError::Usage(format!("bad receiver address `{s}`: expected HOST[:PORT]"));
     if let Some(rest) = s.strip_prefix('[') {
         let (host, tail) = rest.split_once(']').ok_or_else(bad)?;

@@ -39,8 +39,8 @@ pub async fn connect_as(
     identity: &hare_transfer::identity::Identity,
     from: std::net::IpAddr,
 ) -> Hostile {
-    let (crypto, _) =
-        hare_transfer::trust::client_crypto_as(&Trust::Pin(fp), Some(identity)).expect("crypto");
+    let crypto =
+        hare_transfer::testkit::client_crypto(&Trust::Pin(fp), Some(identity)).expect("crypto");
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(crypto).expect("quic crypto");
     let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));
     if let Some(t) = transport {
