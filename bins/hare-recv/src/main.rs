@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 mod pull;
+mod pull_args;
 mod ssh_serve;
 
 use anyhow::{Context, Result};
@@ -59,9 +60,9 @@ struct Cli {
     /// Fixed UDP payload size (initial MTU, max UDP payload and MTU-discovery bound).
     #[arg(long, value_name = "BYTES")]
     mtu: Option<u16>,
-    /// This side's controller (hare-cc grammar), or the kernel name with --tcp. It sends
-    /// only control data and ACKs, except in reverse mode (hare-send -r), where it sends the
-    /// data.
+    /// The controller of the side that sends the data (hare-cc grammar), or the kernel name
+    /// with --tcp: when fetching, the remote hare-send's; when listening, this side's own,
+    /// which sends only control data and ACKs except in reverse mode (hare-send -r).
     #[arg(long, value_name = "SPEC")]
     cc: Option<String>,
     /// Write one qlog per connection (and a .cc.jsonl sidecar) here.
@@ -134,6 +135,8 @@ struct Cli {
     /// `..` (rsync --safe-links); by default a link keeps its target text (rsync -l).
     #[arg(long)]
     safe_links: bool,
+    #[command(flatten)]
+    fetch: pull_args::PullArgs,
 }
 
 /// Who may send: sender certificates by fingerprint, or nobody checked (`--open`).
@@ -328,9 +331,11 @@ fn run(cli: Cli) -> Result<ExitKind, Failed> {
         .map_err(Failed::usage)?
         .map(|p| p.with_links(cli.links));
     if let Some(p) = pull {
+        let p = p.with_remote_args(cli.fetch.remote_args(cli.cc.as_deref()));
         let (opts, _) = options(cli).map_err(Failed::usage)?;
         return p.run(opts).map_err(Failed::other);
     }
+    cli.fetch.only_when_fetching().map_err(Failed::usage)?;
     if cli.ssh_serve {
         let dest = cli.dir.clone();
         let (opts, _) = options(cli).map_err(Failed::usage)?;

@@ -26,6 +26,8 @@ pub struct Pull {
     rsh: Rsh,
     remote_bin: Option<String>,
     links: bool,
+    /// The remote hare-send's own flags (skip rule, resume, -P, --retries, --cc).
+    remote_args: Vec<String>,
 }
 
 impl Pull {
@@ -65,12 +67,19 @@ impl Pull {
             rsh,
             remote_bin,
             links: false,
+            remote_args: Vec::new(),
         }))
     }
 
     /// Bring symbolic links as links (the remote sender's `--links`).
     pub fn with_links(mut self, links: bool) -> Self {
         self.links = links;
+        self
+    }
+
+    /// Hand `args` to the remote hare-send (its job options, see `pull_args`).
+    pub fn with_remote_args(mut self, args: Vec<String>) -> Self {
+        self.remote_args = args;
         self
     }
 
@@ -89,6 +98,8 @@ impl Pull {
             if self.links {
                 args.push("--links".to_owned());
             }
+            args.extend(self.remote_args.iter().cloned());
+            args.push("--".to_owned());
             args.extend(self.sources.iter().cloned());
             let program = ("hare-send", self.remote_bin.as_deref());
             let first = identity.fingerprint.to_string();

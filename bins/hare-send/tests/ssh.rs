@@ -306,3 +306,60 @@ fn a_tree_is_pulled_and_a_rerun_moves_nothing() {
         "{text}"
     );
 }
+
+/// Fetch options reach the remote hare-send: a file changed on the remote with its size and
+/// modification time kept is up to date by the quick check, and fetched again with
+/// `--checksum`.
+#[test]
+fn a_pull_hands_its_skip_rule_to_the_remote_sender() {
+    let Some(s) = sshd() else { return };
+    let bins = bin_dir();
+    let (src, dst) = (
+        tempfile::tempdir().expect("t"),
+        tempfile::tempdir().expect("t"),
+    );
+    let file = src.path().join("f.bin");
+    std::fs::write(&file, vec![1u8; 100_000]).expect("w");
+    let pull = |extra: &[&str]| {
+        let mut c = Command::new(bins.join("hare-recv"));
+        c.arg("-e")
+            .arg(s.rsh())
+            .arg("--remote-bin")
+            .arg(&bins)
+            .args(extra)
+            .arg(format!("testhost:{}", file.display()))
+            .arg(dst.path())
+            .env_remove("HARE_RSH")
+            .stdin(Stdio::null());
+        let out = run(&mut c);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let got = dst.path().join("f.bin");
+    pull(&[]);
+    assert_eq!(std::fs::read(&got).expect("fetched"), vec![1u8; 100_000]);
+    let mtime = std::fs::metadata(&file)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    std::fs::write(&file, vec![2u8; 100_000]).expect("rewrite");
+    let f = std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .expect("open");
+    f.set_modified(mtime).expect("keep the mtime");
+    drop(f);
+    pull(&[]);
+    assert_eq!(
+        std::fs::read(&got).expect("kept"),
+        vec![1u8; 100_000],
+        "same size and mtime: up to date by the quick check"
+    );
+    pull(&["--checksum"]);
+    assert_eq!(
+        std::fs::read(&got).expect("fetched again"),
+        vec![2u8; 100_000]
+    );
+}

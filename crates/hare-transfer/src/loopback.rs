@@ -69,6 +69,7 @@ impl BackgroundReceiver {
     }
 
     /// Wait for a one-shot receiver to finish by itself and return its result.
+    #[cfg(feature = "testkit")]
     pub fn join(mut self) -> Result<()> {
         match self.handle.take().map(JoinHandle::join) {
             Some(Ok(r)) => r,
@@ -78,6 +79,7 @@ impl BackgroundReceiver {
     }
 
     /// Stop serving and return the serving loop's result.
+    #[cfg(feature = "testkit")]
     pub fn stop(self) -> Result<()> {
         self.trigger.stop();
         self.join()
