@@ -131,6 +131,14 @@ struct Cli {
     /// people to run.
     #[arg(long, hide = true)]
     ssh_serve: bool,
+    /// Fetching: the UDP ports the remote hare-send may bind, `LOW-HIGH` or one `PORT`, for
+    /// a remote firewall that opens a range (default: a port the remote's kernel picks).
+    #[arg(long, value_name = "RANGE")]
+    remote_ports: Option<hare_ssh::PortRange>,
+    /// With --ssh-serve: the ports this side may bind (the sending hare-send's
+    /// --remote-ports); not for people to run.
+    #[arg(long, hide = true, value_name = "RANGE")]
+    ports: Option<hare_ssh::PortRange>,
     /// Refuse symbolic links whose target is absolute or climbs out of the job's tree with
     /// `..` (rsync --safe-links); by default a link keeps its target text (rsync -l).
     #[arg(long)]
@@ -331,15 +339,20 @@ fn run(cli: Cli) -> Result<ExitKind, Failed> {
         .map_err(Failed::usage)?
         .map(|p| p.with_links(cli.links));
     if let Some(p) = pull {
-        let p = p.with_remote_args(cli.fetch.remote_args(cli.cc.as_deref()));
+        let mut forwarded = cli.fetch.remote_args(cli.cc.as_deref());
+        if let Some(range) = cli.remote_ports {
+            forwarded.extend(["--ports".to_owned(), range.to_string()]);
+        }
+        let p = p.with_remote_args(forwarded);
         let (opts, _) = options(cli).map_err(Failed::usage)?;
         return p.run(opts).map_err(Failed::other);
     }
     cli.fetch.only_when_fetching().map_err(Failed::usage)?;
     if cli.ssh_serve {
         let dest = cli.dir.clone();
+        let ports: Vec<u16> = cli.ports.iter().flat_map(|r| r.ports()).collect();
         let (opts, _) = options(cli).map_err(Failed::usage)?;
-        return ssh_serve::serve(opts, dest).map_err(Failed::other);
+        return ssh_serve::serve(opts, dest, &ports).map_err(Failed::other);
     }
     let (opts, identity_dir) = options(cli).map_err(Failed::usage)?;
     let to_stdout = opts.output.json != Some(JsonTarget::Stdout);

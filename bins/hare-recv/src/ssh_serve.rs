@@ -16,8 +16,9 @@ use hare_transfer::identity::Fingerprint;
 use hare_transfer::receiver::{Receiver, RecvOptions};
 use hare_transfer::TransferError;
 
-/// Serve one job as `base` says (limits, windows, controller), into `dest`.
-pub fn serve(mut base: RecvOptions, dest: Option<PathBuf>) -> Result<ExitKind> {
+/// Serve one job as `base` says (limits, windows, controller), into `dest`, listening on the
+/// first free port of `ports` (empty: one the kernel picks).
+pub fn serve(mut base: RecvOptions, dest: Option<PathBuf>, ports: &[u16]) -> Result<ExitKind> {
     let first = hare_ssh::read_first_line().context("reading the sender's fingerprint from ssh")?;
     let sender: Fingerprint = first
         .parse()
@@ -41,7 +42,7 @@ pub fn serve(mut base: RecvOptions, dest: Option<PathBuf>) -> Result<ExitKind> {
         .build()
         .context("starting the tokio runtime")?;
     rt.block_on(async move {
-        let receiver = bind_any(base)?;
+        let receiver = bind_any(base, ports)?;
         let fingerprint = receiver
             .fingerprint()
             .context("the receiver has no certificate")?;
@@ -63,15 +64,26 @@ pub fn serve(mut base: RecvOptions, dest: Option<PathBuf>) -> Result<ExitKind> {
     })
 }
 
-/// Bind on every address, IPv6 and IPv4 (`[::]:0`), or IPv4 only where IPv6 is off.
-fn bind_any(mut opts: RecvOptions) -> Result<Receiver> {
-    opts.listen = SocketAddr::from(([0u16; 8], 0));
-    match Receiver::bind(opts.clone()) {
-        Ok(r) => Ok(r),
-        Err(_) => {
-            opts.listen = SocketAddr::from(([0, 0, 0, 0], 0));
-            Ok(Receiver::bind(opts)?)
+/// Bind on every address, IPv6 and IPv4 (`[::]`), or IPv4 only where IPv6 is off, at the
+/// first free port of `ports` (empty: port 0, the kernel's pick).
+fn bind_any(mut opts: RecvOptions, ports: &[u16]) -> Result<Receiver> {
+    let mut last = None;
+    for &port in ports.iter().chain(ports.is_empty().then_some(&0)) {
+        for any in [
+            SocketAddr::from(([0u16; 8], port)),
+            SocketAddr::from(([0, 0, 0, 0], port)),
+        ] {
+            opts.listen = any;
+            match Receiver::bind(opts.clone()) {
+                Ok(r) => return Ok(r),
+                Err(e) => last = Some(e),
+            }
         }
+    }
+    let why = last.map_or_else(String::new, |e| format!(" (last: {e})"));
+    match (ports.first(), ports.last()) {
+        (Some(first), Some(end)) => anyhow::bail!("no free UDP port in {first}-{end}{why}"),
+        _ => anyhow::bail!("could not bind a UDP port{why}"),
     }
 }
 

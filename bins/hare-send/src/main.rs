@@ -134,6 +134,14 @@ struct SendArgs {
     /// people to run.
     #[arg(long, hide = true)]
     ssh_serve: bool,
+    /// The UDP ports the remote hare-recv may bind, `LOW-HIGH` or one `PORT`, for a remote
+    /// firewall that opens a range (default: a port the remote's kernel picks).
+    #[arg(long, value_name = "RANGE")]
+    remote_ports: Option<hare_ssh::PortRange>,
+    /// With --ssh-serve: the ports this side may bind (the fetching hare-recv's
+    /// --remote-ports); not for people to run.
+    #[arg(long, hide = true, value_name = "RANGE")]
+    ports: Option<hare_ssh::PortRange>,
     /// Start partial files over instead of continuing them.
     #[arg(long, conflicts_with = "resume")]
     no_resume: bool,
@@ -594,13 +602,14 @@ fn run_send(mut a: SendArgs) -> Result<ExitKind, Failed> {
         // SRC... only: the receiver dials this side, so there is no HOST to name.
         a.targets.push("ssh-pull".into());
         a.quiet = true;
+        let ports: Vec<u16> = a.ports.iter().flat_map(|r| r.ports()).collect();
         let opts = options(a).map_err(options_failed)?;
-        return ssh_serve::serve(opts).map_err(|e| Failed(ExitKind::Error, e));
+        return ssh_serve::serve(opts, &ports).map_err(|e| Failed(ExitKind::Error, e));
     }
     let quiet = a.quiet;
     let trusted = a.pin.is_some() || a.cert.is_some() || a.ca.is_some() || a.tcp;
     let files = a.size.is_none() && a.seconds.is_none() && a.targets.len() > 1;
-    let how = (a.rsh.as_deref(), a.remote_bin.clone());
+    let how = (a.rsh.as_deref(), a.remote_bin.clone(), a.remote_ports);
     let ssh = over_ssh::target(a.targets.last(), files, trusted, how)
         .map_err(|e| Failed(ExitKind::Usage, e))?;
     let opts = options(a).map_err(options_failed)?;

@@ -24,6 +24,7 @@ pub struct SshTarget {
     rsh: Rsh,
     remote: RemotePath,
     remote_bin: Option<String>,
+    remote_ports: Option<hare_ssh::PortRange>,
 }
 
 /// The ssh destination `last` names, when no trust option makes it a listening receiver.
@@ -31,7 +32,7 @@ pub fn target(
     last: Option<&String>,
     files: bool,
     trusted: bool,
-    (rsh, remote_bin): (Option<&str>, Option<String>),
+    (rsh, remote_bin, remote_ports): (Option<&str>, Option<String>, Option<hare_ssh::PortRange>),
 ) -> Result<Option<SshTarget>> {
     let remote = last
         .filter(|_| files && !trusted)
@@ -46,6 +47,7 @@ pub fn target(
         rsh,
         remote,
         remote_bin,
+        remote_ports,
     }))
 }
 
@@ -63,6 +65,9 @@ pub async fn send(
     let mut args = vec!["--ssh-serve".to_owned()];
     if !t.remote.path.is_empty() {
         args.extend(["--dir".to_owned(), t.remote.path.clone()]);
+    }
+    if let Some(range) = t.remote_ports {
+        args.extend(["--ports".to_owned(), range.to_string()]);
     }
     let program = ("hare-recv", t.remote_bin.as_deref());
     let first = identity.fingerprint.to_string();

@@ -17,8 +17,9 @@ use hare_transfer::{SendJob, SendOptions};
 /// How long the receiver has to connect once the answer is printed.
 const ACCEPT: Duration = Duration::from_secs(60);
 
-/// Serve one pull of `opts`'s files.
-pub fn serve(mut opts: SendOptions) -> Result<ExitKind> {
+/// Serve one pull of `opts`'s files, listening on the first free port of `ports` (empty:
+/// one the kernel picks).
+pub fn serve(mut opts: SendOptions, ports: &[u16]) -> Result<ExitKind> {
     let first =
         hare_ssh::read_first_line().context("reading the receiver's fingerprint from ssh")?;
     let receiver: Fingerprint = first
@@ -34,7 +35,7 @@ pub fn serve(mut opts: SendOptions) -> Result<ExitKind> {
         .build()
         .context("starting the tokio runtime")?;
     rt.block_on(async move {
-        let listening = Listening::bind(&opts, streams)?;
+        let listening = Listening::bind(&opts, streams, ports)?;
         let hello = ServeHello {
             hare: 1,
             port: listening.port()?,

@@ -363,3 +363,66 @@ fn a_pull_hands_its_skip_rule_to_the_remote_sender() {
         vec![2u8; 100_000]
     );
 }
+
+/// `--remote-ports`: the remote binds a port of the range, both ways; a range with no free
+/// port is named in the error.
+#[test]
+fn the_remote_binds_a_port_of_the_range_given() {
+    let Some(s) = sshd() else { return };
+    let bins = bin_dir();
+    let (src, id, dst) = (
+        tempfile::tempdir().expect("t"),
+        tempfile::tempdir().expect("t"),
+        tempfile::tempdir().expect("t"),
+    );
+    let file = src.path().join("f.bin");
+    std::fs::write(&file, vec![5u8; 50_000]).expect("w");
+    let held = std::net::UdpSocket::bind("0.0.0.0:0").expect("hold a port");
+    let busy = held.local_addr().expect("addr").port();
+    let free = std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| s.local_addr())
+        .expect("a free port")
+        .port();
+    let push = |range: String| {
+        run(hare_send(&s, id.path())
+            .args(["--remote-ports", &range, "--remote-bin"])
+            .arg(&bins)
+            .arg(&file)
+            .arg(format!("testhost:{}", dst.path().display())))
+    };
+    let out = push(busy.to_string());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("no free UDP port in {busy}-{busy}")),
+        "{err}"
+    );
+    let out = push(free.to_string());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(dst.path().join("f.bin")).expect("sent"),
+        vec![5u8; 50_000]
+    );
+    let pulled = tempfile::tempdir().expect("t");
+    let mut c = Command::new(bins.join("hare-recv"));
+    c.arg("-e")
+        .arg(s.rsh())
+        .args(["--remote-ports", &format!("{busy}-{busy}"), "--remote-bin"])
+        .arg(&bins)
+        .arg(format!("testhost:{}", file.display()))
+        .arg(pulled.path())
+        .env_remove("HARE_RSH")
+        .stdin(Stdio::null());
+    let out = run(&mut c);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("no free UDP port in {busy}-{busy}")),
+        "{err}"
+    );
+    drop(held);
+}

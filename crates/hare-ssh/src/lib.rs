@@ -10,12 +10,14 @@
 //! died), and the local side ends when ssh exits ([`Session::ended`]).
 
 mod hello;
+mod ports;
 mod remote;
 mod rsh;
 mod serve;
 mod session;
 
 pub use hello::{ServeHello, HELLO_PREFIX};
+pub use ports::PortRange;
 pub use remote::RemotePath;
 pub use rsh::{shell_quote, split_words, Rsh};
 pub use serve::{answer, on_lifeline_end, one_time_token, read_first_line};

@@ -89,6 +89,29 @@ pub fn bind_udp(addr: SocketAddr) -> Result<std::net::UdpSocket> {
     Ok(sock.into())
 }
 
+/// Bind UDP on every address (`[::]`, or `0.0.0.0` where IPv6 is off) at the first free port
+/// of `ports`, or at one the kernel picks when `ports` is empty.
+pub fn bind_udp_any(ports: &[u16]) -> Result<std::net::UdpSocket> {
+    let on = |port: u16| {
+        bind_udp(SocketAddr::from(([0u16; 8], port)))
+            .or_else(|_| bind_udp(SocketAddr::from(([0, 0, 0, 0], port))))
+    };
+    let (Some(first), Some(last)) = (ports.first(), ports.last()) else {
+        return on(0);
+    };
+    let mut last_err = None;
+    for &port in ports {
+        match on(port) {
+            Ok(sock) => return Ok(sock),
+            Err(e) => last_err = Some(e),
+        }
+    }
+    let why = last_err.map_or_else(String::new, |e| format!(" (last: {e})"));
+    Err(TransferError::Config(format!(
+        "no free UDP port in {first}-{last}{why}"
+    )))
+}
+
 /// Ask for [`SOCKET_BUFFER`]-sized kernel buffers, forcing past the sysctl limit when allowed.
 pub fn enlarge_buffers(sock: &Socket) {
     let _ = sock.set_recv_buffer_size(SOCKET_BUFFER);

@@ -3,7 +3,6 @@
 //! ephemeral UDP port with a fresh certificate, announces both over ssh, accepts exactly the
 //! receiver whose certificate was named, and then sends as if it had dialled ([`Dialled`]).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,10 +22,11 @@ pub struct Listening {
 }
 
 impl Listening {
-    /// Bind on all addresses (IPv6 and IPv4, or IPv4 alone) with a fresh certificate and a
-    /// transport whose controller is `opts`'s (`--cc`), windows and liveness `opts`'s for
-    /// `streams` files at once.
-    pub fn bind(opts: &SendOptions, streams: u16) -> Result<Self> {
+    /// Bind on all addresses (IPv6 and IPv4, or IPv4 alone), at the first free port of
+    /// `ports` (empty: one the kernel picks), with a fresh certificate and a transport whose
+    /// controller is `opts`'s (`--cc`), windows and liveness `opts`'s for `streams` files at
+    /// once.
+    pub fn bind(opts: &SendOptions, streams: u16, ports: &[u16]) -> Result<Self> {
         let identity = crate::identity::ephemeral(&[])?;
         let observer = Observer::new();
         let cc = match &opts.cc {
@@ -44,9 +44,7 @@ impl Listening {
             .map_err(|e| TransferError::Config(e.to_string()))?;
         let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         server.transport_config(Arc::new(transport));
-        let any6 = SocketAddr::from(([0u16; 8], 0));
-        let sock = crate::socket::bind_udp(any6)
-            .or_else(|_| crate::socket::bind_udp(SocketAddr::from(([0, 0, 0, 0], 0))))?;
+        let sock = crate::socket::bind_udp_any(ports)?;
         let endpoint = crate::socket::endpoint(
             sock,
             link.endpoint_config()?,
