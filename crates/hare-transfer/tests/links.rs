@@ -9,6 +9,15 @@ use hare_transfer::testkit::{recv_options, runtime, send_options, BackgroundRece
 use hare_transfer::{send, SendJob, SendOutcome, Stop};
 
 fn send_paths(paths: Vec<std::path::PathBuf>, dst: &Path, links: Links) -> SendOutcome {
+    send_with(paths, dst, links, None)
+}
+
+fn send_with(
+    paths: Vec<std::path::PathBuf>,
+    dst: &Path,
+    links: Links,
+    skip: Option<hare_transfer::SkipRule>,
+) -> SendOutcome {
     let id = tempfile::tempdir().expect("tempdir");
     let recv = BackgroundReceiver::start(recv_options(id.path().into(), Some(dst.into())))
         .expect("receiver");
@@ -23,6 +32,7 @@ fn send_paths(paths: Vec<std::path::PathBuf>, dst: &Path, links: Links) -> SendO
         links,
         ..Keep::default()
     };
+    o.skip = skip;
     runtime()
         .block_on(send(o, Stop::never()))
         .expect("job runs")
@@ -181,4 +191,44 @@ fn a_receiver_with_safe_links_refuses_unsafe_links_by_name() {
     );
     assert_eq!(target(&dst.path().join("w/near")), "inside");
     assert!(std::fs::symlink_metadata(dst.path().join("w/far")).is_err());
+}
+
+/// A rerun (a skip rule) leaves a link with the same target alone and reports it up to date;
+/// a link whose target changed is made again.
+#[test]
+fn a_rerun_leaves_a_current_link_alone_and_remakes_a_changed_one() {
+    let src = tempfile::tempdir().expect("tempdir");
+    let dst = tempfile::tempdir().expect("tempdir");
+    let t = src.path().join("t");
+    std::fs::create_dir_all(&t).expect("mkdir");
+    std::os::unix::fs::symlink("a", t.join("same")).expect("ln");
+    std::os::unix::fs::symlink("b", t.join("moved")).expect("ln");
+    let out = send_paths(vec![t.clone()], dst.path(), Links::Keep);
+    assert!(out.files.iter().all(|f| f.ok), "{:?}", out.files);
+    let d = dst.path().join("t");
+    let inode = |n: &str| std::fs::symlink_metadata(d.join(n)).expect("lstat").ino();
+    let before = inode("same");
+    std::fs::remove_file(t.join("moved")).expect("rm");
+    std::os::unix::fs::symlink("c", t.join("moved")).expect("ln");
+    let out = rerun(vec![t.clone()], dst.path());
+    let report = |n: &str| {
+        out.files
+            .iter()
+            .find(|f| f.name == format!("t/{n}"))
+            .unwrap_or_else(|| panic!("{n} reported: {:?}", out.files))
+    };
+    assert!(report("same").ok && report("same").skipped.as_deref() == Some("up to date"));
+    assert!(report("moved").ok && report("moved").skipped.is_none());
+    assert_eq!(inode("same"), before, "the current link is not made again");
+    assert_eq!(target(&d.join("moved")), "c");
+}
+
+/// A rerun of `paths` to `dst`: rsync's quick check, links kept.
+fn rerun(paths: Vec<std::path::PathBuf>, dst: &Path) -> SendOutcome {
+    send_with(
+        paths,
+        dst,
+        Links::Keep,
+        Some(hare_transfer::SkipRule::Quick),
+    )
 }

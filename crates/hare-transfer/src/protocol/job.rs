@@ -121,4 +121,8 @@ pub struct LinkResult {
     /// Why it was not made (absent when it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Not made again: the name is already a link to the same target under the job's skip
+    /// rule, and what that is called (`up to date`). Absent from older receivers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip: Option<String>,
 }

@@ -210,7 +210,7 @@ pub(super) fn plan_job(
             }
             let need: u64 = planned.values().map(Planned::remaining).sum();
             crate::space::check_free(root, need)?;
-            let links = make_links(root, links, *force, l.safe_links);
+            let links = make_links(root, links, (*force, *skip), l.safe_links);
             Ok((
                 Accepted::Files {
                     count: planned.len(),
@@ -244,21 +244,33 @@ fn link_in_the_way(root: &Root, name: &str, force: bool) -> Result<(), String> {
 
 /// Make the job's links (after its directories, before any file data), then sync the file
 /// system once so that their names are as durable as the files' (see `recvfile::batch`).
+/// Under the job's skip rule, a link the receiver has already ([`crate::recvfile::link_skip`])
+/// is left alone and reported as skipped.
 fn make_links(
     root: &Root,
     links: &[crate::protocol::LinkEntry],
-    force: bool,
+    (force, skip): (bool, Option<crate::protocol::SkipRule>),
     safe: bool,
 ) -> Vec<LinkResult> {
     let out: Vec<LinkResult> = links
         .iter()
         .enumerate()
-        .map(|(i, k)| LinkResult {
-            index: i as u32,
-            reason: crate::recvfile::make_link(root, k, force, safe).err(),
-        })
+        .map(
+            |(i, k)| match skip.and_then(|r| crate::recvfile::link_skip(r, root, k)) {
+                Some(why) => LinkResult {
+                    index: i as u32,
+                    reason: None,
+                    skip: Some(why),
+                },
+                _ => LinkResult {
+                    index: i as u32,
+                    reason: crate::recvfile::make_link(root, k, force, safe).err(),
+                    skip: None,
+                },
+            },
+        )
         .collect();
-    if out.iter().any(|r| r.reason.is_none()) {
+    if out.iter().any(|r| r.reason.is_none() && r.skip.is_none()) {
         if let Err(e) = root.dir_file().and_then(|f| crate::recvfile::syncfs(&f)) {
             tracing::warn!("syncing {} after making links: {e}", root.path().display());
         }

@@ -335,6 +335,32 @@ impl Parent {
         check(unsafe { libc::symlinkat(t.as_ptr(), self.fd.as_raw_fd(), n.as_ptr()) }).map(drop)
     }
 
+    /// The target text of the symbolic link `name` (`readlinkat(2)`); `Ok(None)` when `name`
+    /// is not a symbolic link or is missing.
+    pub(crate) fn link_target(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
+        let c = cstr(name)?;
+        let mut buf = vec![0u8; libc::PATH_MAX as usize + 1];
+        // SAFETY: `c` and `buf` are valid for the duration of the call; the length passed is
+        // the buffer's.
+        let n = unsafe {
+            libc::readlinkat(
+                self.fd.as_raw_fd(),
+                c.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EINVAL | libc::ENOENT) => Ok(None),
+                _ => Err(e),
+            };
+        }
+        buf.truncate(n as usize);
+        Ok(Some(buf))
+    }
+
     /// Set the modification time of the link `name` itself (`utimensat` with
     /// `AT_SYMLINK_NOFOLLOW`, Linux 2.6.22); its access time is left alone.
     pub(crate) fn set_link_mtime(&self, name: &str, ns: i64) -> io::Result<()> {

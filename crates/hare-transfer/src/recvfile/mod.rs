@@ -35,6 +35,7 @@ pub use early::ReorderBudget;
 pub use links::make_link;
 pub use owner::Owner;
 use part::{ClosedPart, PartError, PartFile};
+pub use skip::link_skip;
 
 /// Read-back granularity when the hashed frontier catches up with early data.
 const READ_BACK: usize = 1 << 20;

@@ -4,9 +4,9 @@
 
 use std::io::Read;
 
-use super::beneath::{Entry, Parent};
+use super::beneath::{Entry, Parent, Root};
 use super::os_reason;
-use crate::protocol::{FileEntry, SkipRule};
+use crate::protocol::{FileEntry, LinkEntry, SkipRule};
 
 /// Why `existing` (what `fstatat` says of the final name in `parent`) need not be sent again
 /// under `rule`; `None`: send it (it then replaces the existing file).
@@ -45,6 +45,19 @@ pub(super) fn reason(
         }
         SkipRule::IgnoreExisting => Ok(None),
     }
+}
+
+/// Why the link `link` need not be made again under `rule`, if it need not: with
+/// `--ignore-existing` anything under its name; otherwise a symbolic link there with the same
+/// target text (rsync counts it up to date and leaves it alone).
+pub fn link_skip(rule: SkipRule, root: &Root, link: &LinkEntry) -> Option<String> {
+    let parent = root.parent(&link.name).ok()?;
+    if rule == SkipRule::IgnoreExisting {
+        return matches!(parent.stat(&parent.leaf), Ok(Some(_)))
+            .then(|| "exists on the receiver (--ignore-existing)".into());
+    }
+    matches!(parent.link_target(&parent.leaf), Ok(Some(t)) if t == link.target.as_bytes())
+        .then(|| "up to date".into())
 }
 
 /// BLAKE3 of the file `parent.leaf`, opened without following a link.

@@ -228,16 +228,17 @@ pub(super) fn link_reports(
         let why = || Some("link not made: the receiver does not take symbolic links".to_owned());
         return links.iter().map(|k| report(&k.name, why())).collect();
     }
-    let mut by_index: std::collections::HashMap<u32, Option<String>> =
-        results.into_iter().map(|r| (r.index, r.reason)).collect();
+    let mut by_index: std::collections::HashMap<u32, LinkResult> =
+        results.into_iter().map(|r| (r.index, r)).collect();
     links
         .iter()
         .enumerate()
-        .map(|(i, k)| {
-            let verdict = by_index
-                .remove(&(i as u32))
-                .unwrap_or_else(|| Some("no verdict from the receiver".into()));
-            report(&k.name, verdict.map(|r| format!("link: {r}")))
+        .map(|(i, k)| match by_index.remove(&(i as u32)) {
+            Some(r) => FileReport {
+                skipped: r.skip,
+                ..report(&k.name, r.reason.map(|r| format!("link: {r}")))
+            },
+            None => report(&k.name, Some("no verdict from the receiver".into())),
         })
         .collect()
 }
@@ -288,7 +289,7 @@ mod tests {
             resume: false,
             force: false,
             dirs: Vec::new(),
-            links: vec![link("a"), link("b")],
+            links: vec![link("a"), link("b"), link("c")],
             skip: None,
             dest: None,
         }
@@ -300,15 +301,23 @@ mod tests {
             LinkResult {
                 index: 0,
                 reason: None,
+                skip: None,
             },
             LinkResult {
                 index: 1,
                 reason: Some("exists".into()),
+                skip: None,
+            },
+            LinkResult {
+                index: 2,
+                reason: None,
+                skip: Some("up to date".into()),
             },
         ];
         let r = link_reports(&job_with_links(), results, &[feature::LINKS.into()], "x");
         assert!(r[0].ok && r[0].name == "a");
         assert_eq!(r[1].reason.as_deref(), Some("link: exists"));
+        assert!(r[2].ok && r[2].skipped.as_deref() == Some("up to date"));
         // An older receiver ignores the links and says nothing of them.
         let r = link_reports(&job_with_links(), Vec::new(), &[], "hare-recv 0.0.9");
         assert!(r.iter().all(|f| !f.ok), "{r:?}");
