@@ -85,7 +85,8 @@ struct SendArgs {
     #[arg(short = 'i', value_name = "SECONDS", default_value_t = 1.0)]
     interval: f64,
     /// Window like nuttcp -w: stream and connection receive windows and the send window
-    /// (with --tcp: SO_SNDBUF/SO_RCVBUF). Default auto: windows that start small and grow
+    /// (with --tcp: SO_SNDBUF/SO_RCVBUF); a SIZE also fixes the receiver's grant for the job
+    /// (at most its --max-window). Default auto: windows that start small and grow
     /// each round trip to about twice what the path delivered, up to --max-window (QUIC);
     /// kernel autotuning (TCP).
     #[arg(short = 'w', value_name = "SIZE|auto")]

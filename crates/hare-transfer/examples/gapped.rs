@@ -214,6 +214,7 @@ async fn attacker(relay: SocketAddr, fp: Fingerprint, stop: Arc<AtomicBool>) {
             dest: None,
         },
         window: 1 << 20,
+        fixed_window: false,
         controller: "gapped".into(),
         interval_s: None,
         reverse: None,

@@ -34,6 +34,7 @@ fn bulk_hello(bytes: u64, token: Option<&str>) -> ToReceiver {
             streams: 1,
         },
         window: 1 << 20,
+        fixed_window: false,
         controller: "hostile".into(),
         interval_s: None,
         reverse: None,

@@ -44,6 +44,7 @@ fn job(ends_bulk: bool, end: End) -> Result<(), TransferError> {
                 streams: 1,
             },
             window: 1 << 20,
+            fixed_window: false,
             controller: "test".into(),
             interval_s: None,
             reverse: None,

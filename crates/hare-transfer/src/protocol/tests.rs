@@ -125,6 +125,7 @@ fn bulk_end_travels_and_a_hello_says_whether_its_sender_sends_it() {
             streams: 1,
         },
         window: 1,
+        fixed_window: false,
         controller: "c".into(),
         interval_s: None,
         reverse: None,
@@ -159,6 +160,7 @@ fn reverse_hellos_travel_and_older_hellos_still_read() {
             streams: 1,
         },
         window: 1,
+        fixed_window: false,
         controller: "c".into(),
         interval_s: None,
         reverse: Some(Reverse { rate_bps: Some(8) }),
@@ -174,8 +176,23 @@ fn reverse_hellos_travel_and_older_hellos_still_read() {
     let back: Option<ToReceiver> = serde_json::from_str(older).ok();
     assert!(matches!(
         back,
-        Some(ToReceiver::Hello { reverse: None, .. })
+        Some(ToReceiver::Hello {
+            reverse: None,
+            fixed_window: false,
+            ..
+        })
     ));
+    // A fixed -w travels as a flag beside the window; an auto one is left out.
+    let fixed = older.replace(r#""window":1,"#, r#""window":1,"fixed_window":true,"#);
+    let back: Option<ToReceiver> = serde_json::from_str(&fixed).ok();
+    assert!(matches!(
+        back,
+        Some(ToReceiver::Hello {
+            fixed_window: true,
+            ..
+        })
+    ));
+    assert!(!text.contains("fixed_window"), "{text}");
     let stop = ToSender::StopSending { reason: "x".into() };
     assert_eq!(
         serde_json::to_string(&stop).ok().as_deref(),

@@ -21,6 +21,11 @@ pub enum ToReceiver {
         job: Job,
         /// Connection receive window the sender asks the receiver to grant, bytes.
         window: u64,
+        /// The sender fixed its window (`-w SIZE`): the receiver grants `window` at once, as
+        /// nuttcp's `-w` sets both ends, instead of growing its own towards it (`-w auto`).
+        /// Absent (false) from older senders.
+        #[serde(default, skip_serializing_if = "is_false")]
+        fixed_window: bool,
         /// The controller the sender uses (for the receiver's report).
         controller: String,
         /// The sender's report interval (`-i`), seconds: the receiver reports on the same

@@ -108,7 +108,15 @@ pub(super) async fn run_job(
         Accepted::Files { links, .. } => links.clone(),
         Accepted::Bulk { .. } => Vec::new(),
     };
-    welcome(&ctx, &mut out, grant, plans, channels, links).await?;
+    // A sender's fixed -w is granted at once; otherwise this receiver's own -w rules.
+    let fixed = matches!(
+        &hello,
+        ToReceiver::Hello {
+            fixed_window: true,
+            ..
+        }
+    );
+    welcome(&ctx, &mut out, (grant, fixed), plans, channels, links).await?;
     if let ToReceiver::Hello {
         reverse: Some(r), ..
     } = &hello
@@ -217,13 +225,17 @@ fn log_failed_links(hello: &ToReceiver, accepted: &Accepted, log: &mut RunLog) {
 async fn welcome(
     ctx: &JobCtx,
     out: &mut Out,
-    grant: u64,
+    (grant, fixed): (u64, bool),
     plans: Vec<FilePlan>,
     channels: usize,
     links: Vec<LinkResult>,
 ) -> Result<()> {
     if let Some(conn) = &ctx.conn {
-        crate::quic_config::open_receive_window(conn, &ctx.opts.link, grant);
+        let link = crate::quic_config::Link {
+            auto: ctx.opts.link.auto && !fixed,
+            ..ctx.opts.link
+        };
+        crate::quic_config::open_receive_window(conn, &link, grant);
         let streams = channels.clamp(1, MAX_STREAMS as usize) as u32;
         conn.set_max_concurrent_uni_streams(VarInt::from_u32(streams));
     }

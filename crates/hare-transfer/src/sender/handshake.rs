@@ -57,6 +57,7 @@ pub(super) async fn hello(
             token: opts.token.clone(),
             job: job.clone(),
             window: link.connection_window(),
+            fixed_window: !link.auto,
             controller: controller.to_owned(),
             interval_s: Some(opts.interval.as_secs_f64()),
             reverse: opts.reverse.then_some(Reverse {

@@ -77,6 +77,7 @@ pub fn files_hello(files: &[(&str, u64)], force: bool, token: Option<&str>) -> T
             dest: None,
         },
         window: 1 << 20,
+        fixed_window: false,
         controller: "hostile".into(),
         interval_s: None,
         reverse: None,
