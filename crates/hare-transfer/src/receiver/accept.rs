@@ -210,7 +210,9 @@ pub(super) fn plan_job(
             }
             let need: u64 = planned.values().map(Planned::remaining).sum();
             crate::space::check_free(root, need)?;
-            let links = make_links(root, links, (*force, *skip), l.safe_links);
+            // --safe-links judges each link within the job's own tree: its destination.
+            let tree = l.safe_links.then_some(dest.as_deref().unwrap_or(""));
+            let links = make_links(root, links, (*force, *skip), tree);
             Ok((
                 Accepted::Files {
                     count: planned.len(),
@@ -250,7 +252,7 @@ fn make_links(
     root: &Root,
     links: &[crate::protocol::LinkEntry],
     (force, skip): (bool, Option<crate::protocol::SkipRule>),
-    safe: bool,
+    safe: Option<&str>,
 ) -> Vec<LinkResult> {
     let out: Vec<LinkResult> = links
         .iter()

@@ -20,15 +20,27 @@ use crate::protocol::LinkEntry;
 /// Attempts at finding an unused temporary name.
 const NAME_TRIES: usize = 8;
 
-/// Make the link `link` beneath `root`; `Err` is the reason, for the sender. With `safe`, a
-/// link whose target is absolute or climbs out of the job's tree is refused
-/// ([`names::unsafe_link`]).
-pub fn make_link(root: &Root, link: &LinkEntry, force: bool, safe: bool) -> Result<(), String> {
+/// Make the link `link` beneath `root`; `Err` is the reason, for the sender. With
+/// `safe = Some(tree)`, a link whose target is absolute or climbs out of the job's tree is
+/// refused ([`names::unsafe_link`]); `tree` is where that tree starts beneath `root` (the job's
+/// destination, "" for `root` itself), so a link may not climb out of its destination into
+/// the rest of `--dir`.
+pub fn make_link(
+    root: &Root,
+    link: &LinkEntry,
+    force: bool,
+    safe: Option<&str>,
+) -> Result<(), String> {
     names::check_name(&link.name)?;
     if link.target.is_empty() || link.target.contains('\0') {
         return Err("empty link target or NUL in it".into());
     }
-    if safe && names::unsafe_link(&link.name, &link.target) {
+    let in_tree = |tree: &str| match tree {
+        "" => Some(link.name.as_str()),
+        t => link.name.strip_prefix(t)?.strip_prefix('/'),
+    };
+    let judged = safe.map(|t| in_tree(t).is_none_or(|n| names::unsafe_link(n, &link.target)));
+    if judged == Some(true) {
         return Err(format!(
             "unsafe link to {}, skipped (this receiver takes only links that stay in the tree: --safe-links)",
             link.target
@@ -99,21 +111,28 @@ mod tests {
     #[test]
     fn links_are_made_as_links_with_their_time_and_never_replace() {
         let d = tempfile::tempdir().expect("tempdir");
-        make_link(&root(d.path()), &link("a/up", "../f"), false, true).expect("made");
+        make_link(&root(d.path()), &link("a/up", "../f"), false, Some("")).expect("made");
         let p = d.path().join("a/up");
         assert_eq!(std::fs::read_link(&p).expect("link").to_str(), Some("../f"));
         let m = std::fs::symlink_metadata(&p).expect("lstat");
         assert_eq!((m.mtime(), m.mtime_nsec()), (1_500_000_000, 123_456_789));
-        let again = make_link(&root(d.path()), &link("a/up", "x"), false, false);
+        let again = make_link(&root(d.path()), &link("a/up", "x"), false, None);
         assert!(again.is_err_and(|r| r.contains("exists")));
-        make_link(&root(d.path()), &link("a/up", "x"), true, false).expect("forced");
+        make_link(&root(d.path()), &link("a/up", "x"), true, None).expect("forced");
         assert_eq!(std::fs::read_link(&p).expect("link").to_str(), Some("x"));
         std::fs::create_dir(d.path().join("dir")).expect("mkdir");
-        let over_dir = make_link(&root(d.path()), &link("dir", "x"), true, false);
-        let unsafe_one = make_link(&root(d.path()), &link("b", "/etc/passwd"), false, true);
+        let over_dir = make_link(&root(d.path()), &link("dir", "x"), true, None);
+        let unsafe_one = make_link(&root(d.path()), &link("b", "/etc/passwd"), false, Some(""));
         assert!(unsafe_one.is_err_and(|r| r.starts_with("unsafe link to /etc/passwd, skipped")));
         assert!(std::fs::symlink_metadata(d.path().join("b")).is_err());
         assert!(over_dir.is_err_and(|r| r.contains("directory")));
+        // Under a destination, the tree starts there: climbing out of it into the rest of
+        // the receive directory is unsafe, staying inside is not.
+        let safe = |name: &str, target: &str| {
+            make_link(&root(d.path()), &link(name, target), false, Some("dest"))
+        };
+        assert!(safe("dest/t/out", "../../x").is_err_and(|r| r.starts_with("unsafe link")));
+        assert!(safe("dest/t/in", "../x").is_ok());
         // Nothing temporary is left.
         assert_eq!(
             std::fs::read_dir(d.path().join("a")).expect("ls").count(),
@@ -126,7 +145,7 @@ mod tests {
         let d = tempfile::tempdir().expect("tempdir");
         let outside = tempfile::tempdir().expect("tempdir");
         std::os::unix::fs::symlink(outside.path(), d.path().join("d")).expect("ln");
-        let r = make_link(&root(d.path()), &link("d/x", "y"), false, false);
+        let r = make_link(&root(d.path()), &link("d/x", "y"), false, None);
         assert!(r.is_err_and(|r| r.contains("symbolic link")));
         assert_eq!(std::fs::read_dir(outside.path()).expect("ls").count(), 0);
     }
