@@ -256,10 +256,29 @@ fn send_and_kill(
     Instant,
     Instant,
 ) {
+    send_and_kill_when(opts, r, || true)
+}
+
+/// As [`send_and_kill`], the kill waiting (at most 30 s past its 1.5 s) until `ready` holds,
+/// so that a loaded machine's slower start does not kill the receiver before the job is where
+/// a test needs it.
+fn send_and_kill_when(
+    opts: hare_transfer::SendOptions,
+    r: &mut Recv,
+    ready: impl Fn() -> bool + Sync,
+) -> (
+    hare_transfer::Result<hare_transfer::SendOutcome>,
+    Instant,
+    Instant,
+) {
     let rt = rt();
     std::thread::scope(|s| {
         let killer = s.spawn(|| {
             std::thread::sleep(Duration::from_millis(1500));
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !ready() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
             let _ = r.child.kill();
             let _ = r.child.wait();
             Instant::now()
@@ -687,9 +706,11 @@ fn a_partial_left_by_a_killed_receiver_is_resumed_after_its_restart() {
         keep_alive: Duration::from_millis(500),
         ..Default::default()
     };
-    let (res, _, _) = send_and_kill(opts, &mut r);
-    assert!(res.is_err() || res.is_ok_and(|o| o.files.iter().any(|f| !f.ok)));
     let part = hare_transfer::testkit::test_sender_part(dst.path(), "big.bin");
+    // Killed once the part file holds more than the first recorded prefix (every 8 MiB).
+    let past_first_prefix = || std::fs::metadata(&part).is_ok_and(|m| m.len() > 9 << 20);
+    let (res, _, _) = send_and_kill_when(opts, &mut r, past_first_prefix);
+    assert!(res.is_err() || res.is_ok_and(|o| o.files.iter().any(|f| !f.ok)));
     assert!(part.exists(), "the dead receiver's part file is there");
     let r = start(&a.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
     let mut opts = send_options(r.addr, Some(Trust::Pin(pin)), job(true));
