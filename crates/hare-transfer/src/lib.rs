@@ -38,6 +38,7 @@ pub mod receiver;
 pub mod recvfile;
 pub mod report;
 pub mod sampler;
+pub mod screen;
 pub mod sender;
 pub mod senders;
 pub mod sendfiles;
