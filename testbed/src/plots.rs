@@ -32,6 +32,9 @@ pub struct ThroughputSeries {
     pub notes: Vec<String>,
 }
 
+/// A plotted series: (interval end s, Mbit/s).
+pub type Points = Vec<(f64, f64)>;
+
 /// hare's and the thread's rows as (interval end s, Mbit/s) over one window, so that a plot
 /// compares like with like: under `--max-seconds` (`cap_s`) the thread's rows end where
 /// hare's run does, and hare's last interval, when shorter than the ones before it (the run
@@ -41,7 +44,7 @@ pub fn over_the_same_window(
     hare: &[Row],
     thread: &[Row],
     cap_s: Option<f64>,
-) -> (Vec<(f64, f64)>, Vec<(f64, f64)>, Vec<String>) {
+) -> (Points, Points, Vec<String>) {
     let mut notes = Vec::new();
     let mut hare = hare.to_vec();
     let full = hare.first().map_or(0.0, |r| r.end_s - r.start_s);
