@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use hare_plot::{write_chart_files, Chart, Series, Unit};
 
+use crate::metrics::Row;
+
 /// Font discovery and registration are hare-plot's (one registration per process, one list
 /// of candidates for every plot of the workspace).
 pub use hare_plot::{font, FONT_CANDIDATES};
@@ -26,6 +28,46 @@ pub struct ThroughputSeries {
     pub hare_capacity: f64,
     /// The thread's capacity (its plateau), Mbit/s.
     pub thread_capacity: Option<f64>,
+    /// What the chart leaves out or clips ([`over_the_same_window`]), one note each.
+    pub notes: Vec<String>,
+}
+
+/// A plotted series: (interval end s, Mbit/s).
+pub type Points = Vec<(f64, f64)>;
+
+/// hare's and the thread's rows as (interval end s, Mbit/s) over one window, so that a plot
+/// compares like with like: under `--max-seconds` (`cap_s`) the thread's rows end where
+/// hare's run does, and hare's last interval, when shorter than the ones before it (the run
+/// ended inside it), is left out rather than drawn as a full interval's dip. Returns the two
+/// series and a note for each thing left out.
+pub fn over_the_same_window(
+    hare: &[Row],
+    thread: &[Row],
+    cap_s: Option<f64>,
+) -> (Points, Points, Vec<String>) {
+    let mut notes = Vec::new();
+    let mut hare = hare.to_vec();
+    let full = hare.first().map_or(0.0, |r| r.end_s - r.start_s);
+    if hare.len() > 1 {
+        if let Some(last) = hare.last().filter(|r| r.end_s - r.start_s < 0.99 * full) {
+            notes.push(format!(
+                "hare's last interval ({:.2} s of {full:.2}) left out: the run ended inside it",
+                last.end_s - last.start_s
+            ));
+            hare.pop();
+        }
+    }
+    let thread = match cap_s {
+        Some(h) if thread.iter().any(|r| r.end_s > h + 0.011) => {
+            notes.push(format!(
+                "thread's rows cut at {h:.0} s (--max-seconds), as hare's run"
+            ));
+            crate::metrics::rows_within(thread, h)
+        }
+        _ => thread.to_vec(),
+    };
+    let points = |rows: &[Row]| rows.iter().map(|r| (r.end_s, r.mbps)).collect();
+    (points(&hare), points(&thread), notes)
 }
 
 /// What a cwnd plot shows.
@@ -82,7 +124,7 @@ fn throughput_chart(s: &ThroughputSeries) -> Chart {
         y_unit: Unit::Mbps,
         series,
         hlines,
-        notes: Vec::new(),
+        notes: s.notes.clone(),
     }
 }
 
@@ -134,7 +176,9 @@ pub fn caption(file: &Path) -> Option<&'static str> {
         Some(
             "Payload rate per 1 s interval: hare's simulated run (red) and, for a replay, the \
              thread's nuttcp rows (blue); grey lines: hare's link payload rate and the thread's \
-             plateau.",
+             plateau. Both cover the same seconds: under --max-seconds the thread's rows end \
+             where hare's run does, and a last interval the run ended inside is left out (a \
+             grey note on the chart says which), not drawn as a dip.",
         )
     } else if name.ends_with(".cwnd.svg") {
         Some(
@@ -164,4 +208,47 @@ pub fn throughput(stem: &Path, s: &ThroughputSeries) -> Result<Vec<PathBuf>> {
 pub fn cwnd(stem: &Path, s: &CwndSeries) -> Result<Vec<PathBuf>> {
     let (svg, png) = (with_suffix(stem, ".svg"), with_suffix(stem, ".png"));
     Ok(write_chart_files(&svg, &png, &cwnd_chart(s))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(start_s: f64, end_s: f64, mbps: f64) -> Row {
+        Row {
+            start_s,
+            end_s,
+            mbps,
+            lost: Some(0),
+        }
+    }
+
+    /// `--max-seconds 3` of a 9 s thread run: the thread's rows stop at 3 s as hare's do,
+    /// and hare's 0.4 s tail (at a full interval's scale a dip to 40%) is not drawn.
+    #[test]
+    fn a_capped_replay_plots_the_same_seconds_without_a_partial_dip() {
+        let thread: Vec<Row> = (0..9)
+            .map(|i| row(f64::from(i), f64::from(i + 1), 900.0))
+            .collect();
+        let hare = [
+            row(0.0, 1.0, 500.0),
+            row(1.0, 2.0, 950.0),
+            row(2.0, 3.0, 950.0),
+            row(3.0, 3.4, 380.0),
+        ];
+        let (h, t, notes) = over_the_same_window(&hare, &thread, Some(3.0));
+        assert_eq!(h, vec![(1.0, 500.0), (2.0, 950.0), (3.0, 950.0)]);
+        assert_eq!(t, vec![(1.0, 900.0), (2.0, 900.0), (3.0, 900.0)]);
+        assert_eq!(
+            notes,
+            vec![
+                "hare's last interval (0.40 s of 1.00) left out: the run ended inside it",
+                "thread's rows cut at 3 s (--max-seconds), as hare's run",
+            ]
+        );
+        // Uncapped, every thread row stays; full hare intervals stay whole.
+        let (h, t, notes) = over_the_same_window(&hare[..3], &thread, None);
+        assert_eq!((h.len(), t.len()), (3, 9));
+        assert!(notes.is_empty());
+    }
 }

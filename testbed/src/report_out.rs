@@ -71,14 +71,18 @@ pub fn write_outputs(
     let job = &result.job;
     let run = &result.output.run;
     let thread = job.plan.replays.as_deref().and_then(|id| threads.get(id));
+    let (hare, thread_points, notes) = plots::over_the_same_window(
+        &metrics::rows_of(&run.intervals),
+        &thread.map(|t| t.rows()).unwrap_or_default(),
+        job.duration_cap.map(|d| d.as_secs_f64()),
+    );
     let tp = ThroughputSeries {
         title: format!("{}: {} (hare) vs thread", job.id, job.plan.controller),
-        hare: run.intervals.iter().map(|i| (i.end_s, i.mbps())).collect(),
-        thread: thread
-            .map(|t| t.rows().iter().map(|r| (r.end_s, r.mbps)).collect())
-            .unwrap_or_default(),
+        hare,
+        thread: thread_points,
         hare_capacity: job.scenario.payload_capacity_mbps(),
         thread_capacity: thread.map(|t| threads.capacity_mbps(t)),
+        notes,
     };
     files.extend(plots::throughput(
         &dir.join(format!("{}.throughput", job.id)),

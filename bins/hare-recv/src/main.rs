@@ -29,6 +29,9 @@ use hare_transfer::{Limits, Receiver, RecvOptions, TransferError};
     long_about = "Receive bulk data or files from hare-send.\n\n\
         On first start it makes a self-signed certificate in the identity directory and prints \
         its SHA-256 fingerprint: give that to hare-send --pin.\n\n\
+        Units of the report: MB, MiB = 2^20 bytes (as nuttcp), Mbps = 10^6 bit/s (as nuttcp \
+        and iperf3). On a terminal narrower than 100 columns the lines take a compact form \
+        under a heading; to a file or pipe they are always nuttcp's full lines.\n\n\
         Examples:\n  hare-recv\n  HARE_TOKEN=s3cret hare-recv --dir ~/incoming\n  \
         hare-recv --tcp --cc cubic",
     after_help = RECV_EXIT_HELP
@@ -390,11 +393,17 @@ fn serve(opts: RecvOptions, identity_dir: PathBuf, to_stdout: bool) -> Result<Ex
             });
         }
         let receiver = Receiver::bind(opts)?;
+        // On a terminal each line is cut to its width rather than wrapped by it.
+        let columns = to_stdout
+            .then(hare_transfer::screen::stdout_columns)
+            .flatten();
         let say = |s: String| {
-            if to_stdout {
-                println!("{s}");
-            } else {
-                eprintln!("{s}");
+            for piece in hare_transfer::screen::fit(&s, columns) {
+                if to_stdout {
+                    println!("{piece}");
+                } else {
+                    eprintln!("{piece}");
+                }
             }
         };
         say(format!(
@@ -409,7 +418,9 @@ fn serve(opts: RecvOptions, identity_dir: PathBuf, to_stdout: bool) -> Result<Ex
                     identity_dir.display()
                 ));
             }
-            say(format!("hare-recv: certificate sha256 {fp}"));
+            for line in fingerprint_lines(&fp.to_string(), columns) {
+                say(line);
+            }
         }
         say(who);
         match receiver.run(stop).await {
@@ -421,6 +432,20 @@ fn serve(opts: RecvOptions, identity_dir: PathBuf, to_stdout: bool) -> Result<Ex
             Err(e) => Err(e.into()),
         }
     })
+}
+
+/// The certificate's fingerprint line; on a terminal too narrow for its 64 digits, the
+/// digits in two halves of one pin (`--pin` takes them joined, or with a colon between).
+fn fingerprint_lines(fp: &str, columns: Option<usize>) -> Vec<String> {
+    let line = format!("hare-recv: certificate sha256 {fp}");
+    match columns {
+        Some(c) if line.len() > c && fp.len() == 64 => vec![
+            "hare-recv: certificate sha256, in two halves of one pin:".into(),
+            format!("  {}", &fp[..32]),
+            format!("  {}", &fp[32..]),
+        ],
+        _ => vec![line],
+    }
 }
 
 fn main() -> ExitCode {

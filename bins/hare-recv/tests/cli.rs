@@ -6,7 +6,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hare_transfer::identity::Fingerprint;
-use hare_transfer::testkit::send_options;
+use hare_transfer::testkit::{screen_pieces, send_options};
 use hare_transfer::trust::Trust;
 use hare_transfer::{send, SendJob, Stop, TransferError};
 
@@ -782,4 +782,127 @@ fn overlapping_jobs_tag_their_lines() {
     let later: Vec<String> = r.lines.try_iter().collect();
     assert!(later.iter().any(|l| l.contains("Mbps")), "{later:#?}");
     assert!(!later.iter().any(|l| l.starts_with('[')), "{later:#?}");
+}
+
+/// Start a one-shot hare-recv on a pseudo-terminal `columns` wide (stdout and stderr), serve
+/// one bulk job of two streams from the in-process sender, and return everything the
+/// terminal showed, with its control sequences left out, cut at every `\r` and `\n`.
+fn one_shot_on_a_terminal(columns: u16) -> Vec<String> {
+    use std::io::Read;
+    let state = tempfile::tempdir().expect("tempdir");
+    let id = state.path().join("id");
+    let pty = hare_transfer::testkit::terminal_of(columns);
+    let out = pty.slave.try_clone().expect("dup");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hare-recv"))
+        .args(["--listen", "127.0.0.1:0", "--one-shot", "--identity"])
+        .arg(&id)
+        .env_remove("HARE_TOKEN")
+        .env_remove("COLUMNS")
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::from(pty.slave))
+        .spawn()
+        .expect("spawn hare-recv");
+    // Only the child holds the terminal's other end now: reading ends (EIO) when it exits.
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        let (mut master, mut buf) = (std::fs::File::from(pty.master), [0u8; 4096]);
+        let mut total = 0;
+        // At most 8 MiB, so a runaway child cannot fill memory.
+        while total < 8 << 20 {
+            match master.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    total += n;
+                    let _ = tx.send(buf[..n].to_vec());
+                }
+            }
+        }
+    });
+    let mut all = Vec::new();
+    let t = Instant::now();
+    let addr = loop {
+        assert!(t.elapsed() < Duration::from_secs(20), "no listening line");
+        if let Ok(chunk) = rx.recv_timeout(Duration::from_millis(200)) {
+            all.extend(chunk);
+        }
+        let text = String::from_utf8_lossy(&all).into_owned();
+        let found = text.lines().find_map(|l| {
+            l.strip_prefix("hare-recv: listening on ")
+                .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        });
+        if let Some(a) = found {
+            break a;
+        }
+    };
+    let pin = Fingerprint::of_pem_file(&id.join("cert.pem")).expect("cert");
+    let job = SendJob::Bulk {
+        bytes: None,
+        seconds: Some(2.0),
+        streams: 2,
+    };
+    let mut opts = send_options(addr, Some(Trust::Pin(pin)), job);
+    opts.rate = Some(40_000_000);
+    rt().block_on(send(opts, Stop::never())).expect("send");
+    let status = (0..1500).find_map(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        child.try_wait().expect("wait")
+    });
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "one-shot exits 0");
+    while let Ok(chunk) = rx.recv_timeout(Duration::from_secs(2)) {
+        all.extend(chunk);
+    }
+    screen_pieces(&String::from_utf8_lossy(&all))
+}
+
+/// No line the receiver prints wraps on a terminal 60 or 100 columns wide: its start-up
+/// lines (the fingerprint in two halves when 64 digits do not fit), the job's header and
+/// units, the intervals (per stream and `[SUM]`) and the summary.
+#[test]
+fn every_receiver_line_fits_terminals_of_60_and_100_columns() {
+    for columns in [60u16, 100] {
+        let pieces = one_shot_on_a_terminal(columns);
+        let width = usize::from(columns);
+        for p in &pieces {
+            assert!(p.chars().count() <= width, "{width}: {p:?} in {pieces:#?}");
+        }
+        let has = |f: &dyn Fn(&str) -> bool| pieces.iter().any(|p| f(p));
+        assert!(has(&|p| p.starts_with("hare-recv: certificate sha256")));
+        assert!(
+            has(&|p| p.contains("units: MB and MiB = 2^20 bytes")),
+            "{pieces:#?}"
+        );
+        assert!(has(&|p| p.starts_with("[  2]")), "{pieces:#?}");
+        let sums = pieces.iter().filter(|p| p.starts_with("[SUM]")).count();
+        assert!(sums >= 2, "interval and summary [SUM] lines: {pieces:#?}");
+        assert!(
+            has(&|p| p.starts_with("[SUM]") && p.contains("RX")),
+            "{pieces:#?}"
+        );
+        if width < 100 {
+            assert!(
+                has(&|p| p.ends_with("MB     s     Mbps    srtt ms")),
+                "{pieces:#?}"
+            );
+        }
+    }
+}
+
+/// `--help` states the report's units once: MB (and MiB) as nuttcp's 2^20 bytes, Mbps as
+/// 10^6 bit/s.
+#[test]
+fn help_states_the_units() {
+    let out = Command::new(env!("CARGO_BIN_EXE_hare-recv"))
+        .arg("--help")
+        .output()
+        .expect("hare-recv --help");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Units of the report: MB, MiB = 2^20 bytes (as nuttcp), Mbps = 10^6 bit/s"),
+        "{text}"
+    );
 }

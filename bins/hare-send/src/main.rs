@@ -34,6 +34,9 @@ const SIGINT: u8 = 2;
     version,
     about = "Send bulk data or files to hare-recv over QUIC (or kernel TCP), with nuttcp-style reports",
     long_about = "Send bulk data (-n SIZE or -T SECONDS) or files to hare-recv.\n\n\
+        Units of the report: MB, MiB = 2^20 bytes (as nuttcp), Mbps = 10^6 bit/s (as nuttcp \
+        and iperf3), cwnd in packets. On a terminal narrower than 100 columns the lines take \
+        a compact form under a heading; to a file or pipe they are always nuttcp's full lines.\n\n\
         Examples:\n  hare-send -n 1g --pin SHA256 receiver.example\n  \
         hare-send -T 10 -i 1 --cc cubic@linux-2.6.20 --pin SHA256 10.0.0.2:5210\n  \
         hare-send --pin SHA256 photos/ notes.txt receiver.example\n  \

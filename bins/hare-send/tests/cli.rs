@@ -7,12 +7,16 @@ use std::time::{Duration, Instant};
 
 use hare_transfer::identity::Fingerprint;
 
-use hare_transfer::testkit::{in_progress, part_for, recv_options, BackgroundReceiver};
+use hare_transfer::testkit::{
+    in_progress, part_for, recv_options, screen_pieces, BackgroundReceiver,
+};
 
 fn hare_send() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_hare-send"));
+    // A terminal's width is the pseudo-terminal's, not the one running the tests.
     c.env_remove("HARE_PIN")
         .env_remove("HARE_TOKEN")
+        .env_remove("COLUMNS")
         .env("HARE_SEND_IDENTITY", &sender_identity().0)
         .stdin(Stdio::null());
     c
@@ -948,13 +952,7 @@ fn run_on_a_terminal(cmd: &mut Command) -> (Option<i32>, Vec<String>) {
 /// [`run_on_a_terminal`] on a terminal `columns` wide.
 fn run_on_a_terminal_of(cmd: &mut Command, columns: u16) -> (Option<i32>, Vec<String>) {
     use std::io::Read;
-    let size = nix::pty::Winsize {
-        ws_row: 50,
-        ws_col: columns,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    let pty = nix::pty::openpty(&size, None).expect("openpty");
+    let pty = hare_transfer::testkit::terminal_of(columns);
     let out = pty.slave.try_clone().expect("dup");
     cmd.stdout(Stdio::from(out)).stderr(Stdio::from(pty.slave));
     let child = cmd.spawn().expect("spawn hare-send");
@@ -975,30 +973,6 @@ fn run_on_a_terminal_of(cmd: &mut Command, columns: u16) -> (Option<i32>, Vec<St
     let status = wait_bounded(child, Duration::from_secs(60)).status.code();
     let text = String::from_utf8_lossy(&reader.join().expect("reader")).into_owned();
     (status, screen_pieces(&text))
-}
-
-/// `text` without its CSI sequences (`ESC [ ... letter`), cut at every `\r` and `\n`.
-fn screen_pieces(text: &str) -> Vec<String> {
-    let mut plain = String::new();
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            if chars.next() == Some('[') {
-                for c in chars.by_ref() {
-                    if c.is_ascii_alphabetic() {
-                        break;
-                    }
-                }
-            }
-            continue;
-        }
-        plain.push(c);
-    }
-    plain
-        .split(['\r', '\n'])
-        .filter(|p| !p.trim().is_empty())
-        .map(str::to_owned)
-        .collect()
 }
 
 /// On a terminal the overall bar counts a failed file as settled: a job whose middle file
@@ -1085,6 +1059,57 @@ fn a_refused_name_with_a_newline_does_not_split_the_error_line() {
     }
 }
 
+/// No line of a bulk run with two streams wraps on a terminal 60 or 100 columns wide, nor
+/// on a wide one whose `COLUMNS` says 60: header, units, intervals (per stream and `[SUM]`)
+/// and summary. Narrower than 100 columns the lines take their compact form under a heading;
+/// at 100 they are nuttcp's full lines.
+#[test]
+fn every_line_fits_terminals_of_60_and_100_columns() {
+    let (_id, r) = receiver(None);
+    let fp = r.fingerprint.expect("fingerprint").to_string();
+    for (columns, env) in [(60u16, None), (100, None), (200, Some("60"))] {
+        let mut cmd = hare_send();
+        cmd.args(["-T", "2", "-P", "2", "-R", "40m", "--pin", &fp])
+            .arg(r.addr.to_string());
+        if let Some(c) = env {
+            cmd.env("COLUMNS", c);
+        }
+        let (status, pieces) = run_on_a_terminal_of(&mut cmd, columns);
+        assert_eq!(status, Some(0), "{pieces:#?}");
+        let width = env.map_or(usize::from(columns), |c| c.parse().expect("columns"));
+        for p in &pieces {
+            assert!(
+                p.trim_end().chars().count() <= width,
+                "{width}: {p:?} in {pieces:#?}"
+            );
+        }
+        let has = |f: &dyn Fn(&str) -> bool| pieces.iter().any(|p| f(p));
+        assert!(has(&|p| p.starts_with("hare-send -> ")), "{pieces:#?}");
+        assert!(has(
+            &|p| p.contains("units: MB and MiB = 2^20 bytes, Mbps = 10^6 bit/s")
+        ));
+        assert!(has(&|p| p.starts_with("[  2]")), "{pieces:#?}");
+        let sums = pieces.iter().filter(|p| p.starts_with("[SUM]")).count();
+        assert!(sums >= 2, "interval and summary [SUM] lines: {pieces:#?}");
+        let summary = pieces.last().expect("lines");
+        assert!(
+            summary.starts_with("[SUM]") && summary.contains("TX"),
+            "{pieces:#?}"
+        );
+        if width < 100 {
+            assert!(
+                has(&|p| p.ends_with("MB     s     Mbps  lost   cwnd")),
+                "{pieces:#?}"
+            );
+        } else {
+            assert!(
+                has(&|p| p.starts_with("[SUM]") && p.contains(" MB / ")),
+                "{pieces:#?}"
+            );
+        }
+    }
+}
+
 /// On terminals 100 and 60 columns wide nothing of the bar is drawn after the summary.
 /// (indicatif redraws lines printed through it padded and joined by cursor moves, so line
 /// widths are not read from this stream.)
@@ -1118,4 +1143,17 @@ fn the_report_fits_the_terminal_and_no_bar_follows_the_summary() {
             "{columns}: {pieces:#?}"
         );
     }
+}
+
+/// `--help` states the report's units once: MB (and MiB) as nuttcp's 2^20 bytes, Mbps as
+/// 10^6 bit/s, cwnd in packets.
+#[test]
+fn help_states_the_units() {
+    let out = run(hare_send().arg("--help"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Units of the report: MB, MiB = 2^20 bytes (as nuttcp), Mbps = 10^6 bit/s"),
+        "{text}"
+    );
+    assert!(text.contains("cwnd in packets"), "{text}");
 }

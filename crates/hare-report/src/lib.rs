@@ -13,6 +13,7 @@
 //! Mbit/s = 10^6 bit/s.
 #![warn(missing_docs)]
 
+pub mod compact;
 mod controller;
 pub mod iperf;
 pub mod jsonl;

@@ -44,6 +44,7 @@ pub mod receiver;
 mod recvfile;
 pub mod report;
 mod sampler;
+pub mod screen;
 pub mod sender;
 pub mod senders;
 pub mod sendfiles;

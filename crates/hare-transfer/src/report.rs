@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use hare_report::{
-    jsonl, nuttcp, Event, EventKind, Interval, Record, Role, Run, RunHeader, Summary, Tool,
+    compact, jsonl, nuttcp, Event, EventKind, Interval, Record, Role, Run, RunHeader, Summary, Tool,
 };
 use indicatif::MultiProgress;
 
@@ -16,6 +16,19 @@ use crate::iperf_extra::IperfContext;
 use crate::iperf_streams::PerStream;
 
 use crate::error::{Result, TransferError};
+
+/// The units of every figure the sender's text report prints and what the flag at the end
+/// of an interval line means, stated once under its header
+/// (nuttcp's readers take MB for 2^20 bytes, iperf3's Mbps for 10^6 bit/s; sizes such as the
+/// window are in MiB, the same 2^20 bytes).
+pub const SENDER_UNITS: [&str; 3] = [
+    "  units: MB and MiB = 2^20 bytes, Mbps = 10^6 bit/s",
+    "cwnd in packets",
+    "[cwnd]/[window]: what bound",
+];
+
+/// The units of the receiver's text report, stated once under each job's header.
+pub const RECEIVER_UNITS: &str = "  units: MB and MiB = 2^20 bytes, Mbps = 10^6 bit/s";
 
 /// Where the iperf3-shaped JSON goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,12 +62,14 @@ impl OutputOptions {
     }
 }
 
-/// Prints text lines, through the progress bars when they are shown.
+/// Prints text lines, through the progress bars when they are shown, each cut to the
+/// terminal's width when stdout is one ([`crate::screen`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Printer {
     text: bool,
     multi: Option<MultiProgress>,
     tag: Option<JobTag>,
+    columns: Option<usize>,
 }
 
 /// Which job a line belongs to, said only while several jobs of a receiver overlap (one job's
@@ -87,11 +102,43 @@ impl JobTag {
 impl Printer {
     /// A printer for these options.
     pub fn new(out: &OutputOptions) -> Self {
+        let text = out.text();
         Self {
-            text: out.text(),
+            text,
             multi: None,
             tag: None,
+            columns: text.then(crate::screen::stdout_columns).flatten(),
         }
+    }
+
+    /// The terminal's width when stdout is one (lines are cut to it), else `None`.
+    pub fn columns(&self) -> Option<usize> {
+        self.columns
+    }
+
+    /// True when report lines take their compact form: a terminal narrower than the full
+    /// lines ([`crate::screen::FULL_COLUMNS`]).
+    pub fn compact(&self) -> bool {
+        self.columns
+            .is_some_and(|c| c < crate::screen::FULL_COLUMNS)
+    }
+
+    /// Print `parts` joined by `; ` on as few lines as the terminal's width allows (one
+    /// line when stdout is not a terminal); a part that starts a later line is indented.
+    pub fn parts(&self, parts: &[&str]) {
+        let mut line = String::new();
+        for p in parts {
+            let next = format!("{line}; {p}");
+            if line.is_empty() {
+                line = p.to_string();
+            } else if self.columns.is_some_and(|c| next.chars().count() > c) {
+                self.line(&line);
+                line = format!("  {p}");
+            } else {
+                line = next;
+            }
+        }
+        self.line(&line);
     }
 
     /// Tag each line with its job while jobs overlap.
@@ -129,14 +176,16 @@ impl Printer {
             }
             None => s,
         };
-        match &self.multi {
-            Some(m) => {
-                let _ = m.println(s);
-            }
-            None => {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{s}");
-                let _ = out.flush();
+        for piece in crate::screen::fit(s, self.columns) {
+            match &self.multi {
+                Some(m) => {
+                    let _ = m.println(piece);
+                }
+                None => {
+                    let mut out = std::io::stdout().lock();
+                    let _ = writeln!(out, "{piece}");
+                    let _ = out.flush();
+                }
             }
         }
     }
@@ -154,6 +203,8 @@ pub(crate) struct RunLog {
     per_stream: PerStream,
     reverse: bool,
     verbose: bool,
+    /// Whether the compact lines' column heading was printed.
+    heading_done: bool,
 }
 
 impl RunLog {
@@ -180,6 +231,7 @@ impl RunLog {
             per_stream: PerStream::default(),
             reverse: false,
             verbose: out.verbose,
+            heading_done: false,
         };
         let rec = Record::Header(log.run.header.clone());
         log.stream(&rec);
@@ -211,25 +263,68 @@ impl RunLog {
     }
 
     /// Record and print an interval; with several streams, one line per stream first and
-    /// the whole job's line marked `[SUM]`, as iperf3 prints them.
+    /// the whole job's line marked `[SUM]`, as iperf3 prints them. On a narrow terminal the
+    /// lines take their compact form under a heading ([`hare_report::compact`]).
     pub fn line(&mut self, line: Line) {
         let iv = line.interval;
-        let text = match self.run.header.role {
-            Role::Sender if self.verbose => nuttcp::interval_line_verbose(&iv),
-            Role::Sender => nuttcp::interval_line(&iv),
-            Role::Receiver => receiver_line(&iv),
-        };
-        if line.streams.len() > 1 {
-            for (i, b) in line.streams.iter().enumerate() {
-                self.printer.line(&stream_line(i, *b, iv.seconds()));
-            }
-            self.printer.line(&format!("[SUM]{text}"));
-        } else {
+        let several = line.streams.len() > 1;
+        if self.compact() {
+            self.heading();
+            let sum = several.then_some("[SUM]");
+            let text = match self.run.header.role {
+                Role::Sender => compact::sender_line(sum, &iv),
+                Role::Receiver => compact::receiver_line(sum, &iv),
+            };
+            self.stream_lines(&line.streams, iv.seconds());
             self.printer.line(&text);
+        } else {
+            let text = match self.run.header.role {
+                Role::Sender if self.verbose => nuttcp::interval_line_verbose(&iv),
+                Role::Sender => nuttcp::interval_line(&iv),
+                Role::Receiver => receiver_line(&iv),
+            };
+            self.stream_lines(&line.streams, iv.seconds());
+            match several {
+                true => self.printer.line(&format!("[SUM]{text}")),
+                false => self.printer.line(&text),
+            }
         }
         self.stream(&Record::Interval(iv.clone()));
         self.run.intervals.push(iv);
         self.per_stream.intervals.push(line.streams);
+    }
+
+    /// True when lines take their compact form (a narrow terminal; `-v` keeps its columns).
+    fn compact(&self) -> bool {
+        self.printer.compact() && !self.verbose
+    }
+
+    /// The compact lines' column heading, once per run.
+    fn heading(&mut self) {
+        if std::mem::replace(&mut self.heading_done, true) {
+            return;
+        }
+        self.printer.line(&match self.run.header.role {
+            Role::Sender => compact::sender_heading(),
+            Role::Receiver => compact::receiver_heading(),
+        });
+    }
+
+    /// One line per stream (`[  1]`) when there are several.
+    fn stream_lines(&self, streams: &[u64], seconds: f64) {
+        if streams.len() < 2 {
+            return;
+        }
+        for (i, b) in streams.iter().enumerate() {
+            match self.compact() {
+                true => {
+                    let slot = format!("[{:3}]", i + 1);
+                    self.printer
+                        .line(&compact::rate_line(Some(&slot), *b, seconds));
+                }
+                false => self.printer.line(&stream_line(i, *b, seconds)),
+            }
+        }
     }
 
     /// The job's final payload bytes by stream (bulk jobs), for the summary's per-stream
@@ -254,15 +349,22 @@ impl RunLog {
 
     /// Record and print the summary, write the JSON document, and return the run.
     pub fn finish(mut self, summary: Summary) -> Result<Run> {
-        let text = nuttcp::summary_line(&summary);
-        if self.per_stream.totals.len() > 1 {
-            for (i, b) in self.per_stream.totals.iter().enumerate() {
-                self.printer.line(&stream_line(i, *b, summary.seconds));
-            }
-            self.printer.line(&format!("[SUM]{text}"));
-        } else {
+        let totals = std::mem::take(&mut self.per_stream.totals);
+        let several = totals.len() > 1;
+        if self.compact() {
+            self.heading();
+            self.stream_lines(&totals, summary.seconds);
+            let text = compact::summary_line(several.then_some("[SUM]"), &summary);
             self.printer.line(&text);
+        } else {
+            let text = nuttcp::summary_line(&summary);
+            self.stream_lines(&totals, summary.seconds);
+            match several {
+                true => self.printer.line(&format!("[SUM]{text}")),
+                false => self.printer.line(&text),
+            }
         }
+        self.per_stream.totals = totals;
         self.stream(&Record::Summary(summary.clone()));
         self.run.summary = Some(summary);
         let mut doc = hare_report::iperf::to_iperf_json(&self.run);

@@ -91,3 +91,39 @@ pub fn part_for(dir: &std::path::Path, name: &str, fp: &Fingerprint) -> PathBuf 
 pub fn client_crypto(trust: &Trust, identity: Option<&Identity>) -> Result<rustls::ClientConfig> {
     crate::trust::client_crypto_as(trust, identity).map(|(config, _)| config)
 }
+
+/// What a terminal showed: `text` without its CSI sequences (`ESC [ ... letter`), cut at every `\r` and `\n`.
+pub fn screen_pieces(text: &str) -> Vec<String> {
+    let mut plain = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.next() == Some('[') {
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        plain.push(c);
+    }
+    plain
+        .split(['\r', '\n'])
+        .filter(|p| !p.trim().is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A pseudo-terminal `columns` wide and 50 rows high, for running a binary as on a user's
+/// terminal.
+pub fn terminal_of(columns: u16) -> nix::pty::OpenptyResult {
+    let size = nix::pty::Winsize {
+        ws_row: 50,
+        ws_col: columns,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    nix::pty::openpty(&size, None).expect("openpty")
+}

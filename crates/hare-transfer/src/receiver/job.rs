@@ -332,6 +332,7 @@ fn start_log(
         ctx.peer,
         logs::clean(software, 100)
     ));
+    log.note(crate::report::RECEIVER_UNITS);
     Ok(log)
 }
 

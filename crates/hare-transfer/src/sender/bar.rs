@@ -154,14 +154,9 @@ fn template(columns: u16) -> &'static str {
 
 /// Columns of the terminal on stderr (where the bar is drawn), 80 when unknown.
 fn terminal_columns() -> u16 {
-    // SAFETY: TIOCGWINSZ writes one `winsize` into the struct it is given.
-    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-    let ok = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
-    if ok && ws.ws_col > 0 {
-        ws.ws_col
-    } else {
-        80
-    }
+    crate::screen::tty_columns(libc::STDERR_FILENO)
+        .and_then(|c| u16::try_from(c).ok())
+        .unwrap_or(80)
 }
 
 #[cfg(test)]

@@ -68,10 +68,6 @@ pub(super) fn run_header(opts: &SendOptions, link: &Link, n: &Negotiated<'_>) ->
     }
 }
 
-/// The units of every figure the text report prints, stated once under the header.
-pub const UNITS_LINE: &str =
-    "  units: MB = 2^20 bytes, Mbps = 10^6 bit/s, cwnd in packets; [cwnd]/[window]: what bound";
-
 /// The first text lines (and, over TCP, the note on the kernel controller and pacing).
 pub(super) fn announce(
     log: &mut RunLog,
@@ -106,7 +102,7 @@ pub(super) fn announce(
     // each assume their own.
     log.note(&format!("hare-send -> {}: {}", n.addr, describe(job)));
     log.note(&format!("  controller {}{transport}", n.controller));
-    log.note(UNITS_LINE);
+    log.printer().parts(&crate::report::SENDER_UNITS);
     if let Some(t) = &opts.tcp {
         let paced = t.pacing_rate.is_some() || kernel_cc == Some("bbr");
         log.event(Event {

@@ -204,6 +204,7 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
         describe(&b.job),
         b.controller
     ));
+    log.printer().parts(&crate::report::SENDER_UNITS);
     let probe = Probe::new(&opener, &observer, cc_epoch, t0, &b.controller);
     let mut rec = Recorder {
         log,

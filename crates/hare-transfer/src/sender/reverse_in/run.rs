@@ -248,6 +248,7 @@ pub(in crate::sender) async fn take(
         t.addr.ip(),
         describe(t.job)
     ));
+    log.note(crate::report::RECEIVER_UNITS);
     let overrun = t0
         + seconds.map_or(Duration::from_secs(u64::from(u32::MAX)), |s| {
             Duration::from_secs_f64(s) + DURATION_GRACE
