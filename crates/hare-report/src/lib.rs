@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 mod controller;
+pub mod fairness;
 pub mod iperf;
 pub mod jsonl;
 pub mod nuttcp;
