@@ -56,7 +56,9 @@ enum Command {
         #[arg(long)]
         no_plots: bool,
     },
-    /// Run every controller x repetition of a scenario file.
+    /// Run every controller x repetition of a scenario file; a file of `[[flows]]` runs
+    /// its flows together through one bottleneck (per-flow lines, a summary with Jain's
+    /// index and convergence times).
     Sim {
         /// The scenario file.
         #[arg(value_name = "SCENARIO.toml")]
@@ -70,6 +72,9 @@ enum Command {
         /// Simulations to run in parallel.
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
         jobs: u16,
+        /// Write qlog files of every flow's endpoints into the `--out` directory.
+        #[arg(long, requires = "out")]
+        qlog: bool,
     },
     /// Run a sweep file's grid of scenario variants (or one shard of it), writing JSON lines
     /// per run; `sweep merge DIR...` combines shards into one table, heatmaps and a page.
@@ -194,6 +199,7 @@ fn main() -> Result<()> {
             out,
             json,
             jobs,
+            qlog,
         } => {
             let opts = SimOptions {
                 scenario,
@@ -201,6 +207,7 @@ fn main() -> Result<()> {
                 json,
                 jobs: usize::from(jobs),
                 progress,
+                qlog,
             };
             commands::sim(&opts, &mut std::io::stdout().lock())?;
         }
