@@ -160,6 +160,19 @@ enum BenchWhat {
         #[arg(long)]
         strict: bool,
     },
+    /// What sharing a link costs: N CUBIC flows through 1 Gbit/s x 40 ms against one flow
+    /// alone, back to back: the wall-time ratio (target <= 1.5x) and memory per flow.
+    Flows {
+        /// Flows sharing the link.
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..=64))]
+        flows: u32,
+        /// Simulated seconds per run.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=600))]
+        seconds: u64,
+        /// Exit with status 1 when the target is missed.
+        #[arg(long)]
+        strict: bool,
+    },
 }
 
 fn main() -> Result<()> {
@@ -259,6 +272,20 @@ fn main() -> Result<()> {
             let lines = commands::bench_sim(seconds, progress, &mut std::io::stdout().lock())?;
             if strict && lines.iter().any(|l| !l.pass()) {
                 anyhow::bail!("a benchmark target was missed");
+            }
+        }
+        Command::Bench {
+            what:
+                BenchWhat::Flows {
+                    flows,
+                    seconds,
+                    strict,
+                },
+        } => {
+            let b =
+                hare_lab::flows::bench::bench_flows(flows, seconds, &mut std::io::stdout().lock())?;
+            if strict && b.ratio() > hare_lab::flows::bench::TARGET_RATIO {
+                anyhow::bail!("the wall-time target was missed");
             }
         }
         Command::List { scenarios } => {

@@ -5,6 +5,7 @@
 //! [`hare_sim::flow_seed`]`(s, i)` = `s + i * 2^32` for its connection and its own reverse
 //! link; the shared forward link draws from the run's seed as a one-flow run's does.
 
+pub mod bench;
 pub mod summary;
 
 use std::io::Write;
