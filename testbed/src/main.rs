@@ -76,6 +76,28 @@ enum Command {
         #[arg(long, requires = "out")]
         qlog: bool,
     },
+    /// Run a `[[flows]]` scenario's flows at once through the real-time namespace emulator
+    /// (root): each a hare-send / hare-recv pair, or kernel TCP for `tcp:ALG`; per-flow
+    /// lines, the summary and the emulator's VALID/INVALID verdict.
+    Compete {
+        /// The scenario file.
+        #[arg(value_name = "SCENARIO.toml")]
+        scenario: PathBuf,
+        /// Reports and logs (default out/compete).
+        #[arg(
+            short = 'o',
+            long = "out",
+            value_name = "DIR",
+            default_value = "out/compete"
+        )]
+        out: PathBuf,
+        /// Print one JSON summary instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Directory holding hare-send and hare-recv.
+        #[arg(long, value_name = "DIR")]
+        bin_dir: Option<PathBuf>,
+    },
     /// Run a sweep file's grid of scenario variants (or one shard of it), writing JSON lines
     /// per run; `sweep merge DIR...` combines shards into one table, heatmaps and a page.
     #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -286,6 +308,23 @@ fn main() -> Result<()> {
                 hare_lab::flows::bench::bench_flows(flows, seconds, &mut std::io::stdout().lock())?;
             if strict && b.ratio() > hare_lab::flows::bench::TARGET_RATIO {
                 anyhow::bail!("the wall-time target was missed");
+            }
+        }
+        Command::Compete {
+            scenario,
+            out,
+            json,
+            bin_dir,
+        } => {
+            let opts = hare_lab::flows::compete::CompeteOptions {
+                scenario,
+                out_dir: out,
+                json,
+                bin_dir,
+            };
+            let sum = hare_lab::flows::compete::compete(&opts, &mut std::io::stdout().lock())?;
+            if sum.valid != Some(true) {
+                anyhow::bail!("the run is INVALID: {}", sum.invalid_reasons.join("; "));
             }
         }
         Command::List { scenarios } => {

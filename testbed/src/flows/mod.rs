@@ -6,6 +6,7 @@
 //! link; the shared forward link draws from the run's seed as a one-flow run's does.
 
 pub mod bench;
+pub mod compete;
 pub mod summary;
 
 use std::io::Write;

@@ -80,6 +80,8 @@ pub struct FlowsSummary {
     pub jain_window_s: Option<[usize; 2]>,
     /// Sum of the flows' goodputs over that window, Mbit/s.
     pub window_total_mbps: Option<f64>,
+    /// Flow f0's goodput over that window divided by flow f1's (two flows or more).
+    pub ratio_f0_f1: Option<f64>,
     /// The emulator's verdict on its own fidelity (`None` in virtual time).
     pub valid: Option<bool>,
     /// Why the emulator run is invalid.
@@ -126,6 +128,10 @@ pub fn summarize(
         jain: share.jain,
         jain_window_s: share.window_s.map(|(a, b)| [a, b]),
         window_total_mbps: share.window_mbps.iter().copied().sum::<Option<f64>>(),
+        ratio_f0_f1: match share.window_mbps.as_slice() {
+            [Some(a), Some(b), ..] if *b > 0.0 => Some(a / b),
+            _ => None,
+        },
         valid: None,
         invalid_reasons: Vec::new(),
     }
@@ -203,6 +209,9 @@ pub fn text(s: &FlowsSummary) -> String {
             s.window_total_mbps.unwrap_or(0.0)
         )),
         _ => out.push_str("Jain's index: no second in which every flow was active\n"),
+    }
+    if let Some(r) = s.ratio_f0_f1 {
+        out.push_str(&format!("goodput ratio f0/f1 over that window: {r:.3}\n"));
     }
     if let Some(v) = s.valid {
         let verdict = if v { "VALID" } else { "INVALID" };
