@@ -63,6 +63,9 @@ impl Arrivals {
 pub(crate) type SharedLink = Arc<Mutex<Link>>;
 
 /// The link a [`Wire`] offers to: its own, or one shared with other flows.
+// A run holds two of these and never moves them per packet: a one-flow run keeps its link
+// inline rather than behind a box on every offer.
+#[allow(clippy::large_enum_variant)]
 enum LinkSlot {
     Own(Link),
     Shared(SharedLink),

@@ -106,7 +106,7 @@ fn flow_config(
         id: run_id(scenario, rep, f),
         scenario: scenario.clone(),
         plan: RunPlan {
-            controller: spec.clone(),
+            controller: (**spec).clone(),
             controller_index: 0,
             repetition: rep,
             seed: flow_seed(seed, f.index),

@@ -12,7 +12,7 @@ pub const MAX_FLOWS: usize = 64;
 #[derive(Debug, Clone, PartialEq)]
 pub enum FlowController {
     /// A hare-cc controller or quinn built-in: a hare (QUIC) flow.
-    Hare(CcSpec),
+    Hare(Box<CcSpec>),
     /// `tcp:ALG`: a kernel TCP flow with the kernel's congestion control `ALG` (emulator
     /// only).
     KernelTcp(String),
@@ -66,7 +66,7 @@ fn parse_controller(text: &str) -> Result<FlowController, String> {
         };
     }
     text.parse::<CcSpec>()
-        .map(FlowController::Hare)
+        .map(|spec| FlowController::Hare(Box::new(spec)))
         .map_err(|e| e.to_string())
 }
 
