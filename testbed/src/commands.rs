@@ -217,6 +217,8 @@ pub struct SimOptions {
     pub jobs: usize,
     /// Progress bars.
     pub progress: bool,
+    /// Per-flow qlog files into `out_dir` (flows scenarios).
+    pub qlog: bool,
 }
 
 /// `hare-lab sim`: every controller x repetition of one scenario; nuttcp lines and the
@@ -224,6 +226,15 @@ pub struct SimOptions {
 pub fn sim(opts: &SimOptions, out: &mut dyn Write) -> Result<Vec<ReplayRecord>> {
     let threads = ThreadData::embedded()?;
     let scenario = Scenario::load(&opts.scenario, &threads)?;
+    if !scenario.flows.is_empty() {
+        let flows_opts = crate::flows::FlowsOptions {
+            out_dir: opts.out_dir.as_deref(),
+            json: opts.json,
+            qlog: opts.qlog,
+        };
+        crate::flows::sim_flows(&scenario, &flows_opts, out)?;
+        return Ok(Vec::new());
+    }
     let jobs = Job::all_of(&scenario, opts.out_dir.is_some());
     let bars = Bars::new(opts.progress);
     let mut records = Vec::new();

@@ -5,6 +5,7 @@
 //! - [`metrics`]: the metric definitions (time to 90%, losses in the first 10 s, averages);
 //! - [`side_by_side`], [`summary_table`], [`replay_record`]: what `hare-lab replay` prints and
 //!   emits;
+//! - [`flows`]: competing flows on one path (`[[flows]]` scenarios) and their summary;
 //! - [`runner`]: runs scenarios in the virtual-time simulator, two at a time;
 //! - [`plots`]: SVG and PNG plots;
 //! - [`bench`]: `hare-lab bench sim`;
@@ -14,6 +15,7 @@
 
 pub mod bench;
 pub mod commands;
+pub mod flows;
 pub mod html;
 pub mod metrics;
 pub mod plots;

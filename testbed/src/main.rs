@@ -56,7 +56,9 @@ enum Command {
         #[arg(long)]
         no_plots: bool,
     },
-    /// Run every controller x repetition of a scenario file.
+    /// Run every controller x repetition of a scenario file; a file of `[[flows]]` runs
+    /// its flows together through one bottleneck (per-flow lines, a summary with Jain's
+    /// index and convergence times).
     Sim {
         /// The scenario file.
         #[arg(value_name = "SCENARIO.toml")]
@@ -70,6 +72,31 @@ enum Command {
         /// Simulations to run in parallel.
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
         jobs: u16,
+        /// Write qlog files of every flow's endpoints into the `--out` directory.
+        #[arg(long, requires = "out")]
+        qlog: bool,
+    },
+    /// Run a `[[flows]]` scenario's flows at once through the real-time namespace emulator
+    /// (root): each a hare-send / hare-recv pair, or kernel TCP for `tcp:ALG`; per-flow
+    /// lines, the summary and the emulator's VALID/INVALID verdict.
+    Compete {
+        /// The scenario file.
+        #[arg(value_name = "SCENARIO.toml")]
+        scenario: PathBuf,
+        /// Reports and logs (default out/compete).
+        #[arg(
+            short = 'o',
+            long = "out",
+            value_name = "DIR",
+            default_value = "out/compete"
+        )]
+        out: PathBuf,
+        /// Print one JSON summary instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Directory holding hare-send and hare-recv.
+        #[arg(long, value_name = "DIR")]
+        bin_dir: Option<PathBuf>,
     },
     /// Run a sweep file's grid of scenario variants (or one shard of it), writing JSON lines
     /// per run; `sweep merge DIR...` combines shards into one table, heatmaps and a page.
@@ -155,6 +182,19 @@ enum BenchWhat {
         #[arg(long)]
         strict: bool,
     },
+    /// What sharing a link costs: N CUBIC flows through 1 Gbit/s x 40 ms against one flow
+    /// alone, back to back: the wall-time ratio (target <= 1.5x) and memory per flow.
+    Flows {
+        /// Flows sharing the link.
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..=64))]
+        flows: u32,
+        /// Simulated seconds per run.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=600))]
+        seconds: u64,
+        /// Exit with status 1 when the target is missed.
+        #[arg(long)]
+        strict: bool,
+    },
 }
 
 fn main() -> Result<()> {
@@ -194,6 +234,7 @@ fn main() -> Result<()> {
             out,
             json,
             jobs,
+            qlog,
         } => {
             let opts = SimOptions {
                 scenario,
@@ -201,6 +242,7 @@ fn main() -> Result<()> {
                 json,
                 jobs: usize::from(jobs),
                 progress,
+                qlog,
             };
             commands::sim(&opts, &mut std::io::stdout().lock())?;
         }
@@ -252,6 +294,37 @@ fn main() -> Result<()> {
             let lines = commands::bench_sim(seconds, progress, &mut std::io::stdout().lock())?;
             if strict && lines.iter().any(|l| !l.pass()) {
                 anyhow::bail!("a benchmark target was missed");
+            }
+        }
+        Command::Bench {
+            what:
+                BenchWhat::Flows {
+                    flows,
+                    seconds,
+                    strict,
+                },
+        } => {
+            let b =
+                hare_lab::flows::bench::bench_flows(flows, seconds, &mut std::io::stdout().lock())?;
+            if strict && b.ratio() > hare_lab::flows::bench::TARGET_RATIO {
+                anyhow::bail!("the wall-time target was missed");
+            }
+        }
+        Command::Compete {
+            scenario,
+            out,
+            json,
+            bin_dir,
+        } => {
+            let opts = hare_lab::flows::compete::CompeteOptions {
+                scenario,
+                out_dir: out,
+                json,
+                bin_dir,
+            };
+            let sum = hare_lab::flows::compete::compete(&opts, &mut std::io::stdout().lock())?;
+            if sum.valid != Some(true) {
+                anyhow::bail!("the run is INVALID: {}", sum.invalid_reasons.join("; "));
             }
         }
         Command::List { scenarios } => {

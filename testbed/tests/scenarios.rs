@@ -6,6 +6,9 @@ use hare_lab::scenario::{self, Scenario, ScenarioError};
 use hare_lab::thread_data::ThreadData;
 use std::path::Path;
 
+/// Competing-flows scenarios under `scenarios/flows` (see docs/FLOWS.md).
+const FLOWS_FILES: usize = 23;
+
 fn dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
 }
@@ -76,7 +79,7 @@ fn every_file_under_the_scenario_dir_parses_with_its_own_loader() {
         linux_receiver += usize::from(s.file.ack.receiver == scenario::ReceiverSpec::Linux26);
     }
     // 29 replay scenarios, 8 kernel-vs-hare-sim paths (4 paced, 4 unpaced), 1 emulator file.
-    assert_eq!((sim, kvh), (37, 1));
+    assert_eq!((sim, kvh), (37 + FLOWS_FILES, 1));
     // Unpaced: the 2011 replays and the 2007 ones on the 8.5 Gbit/s path (their senders
     // were kernels without pacing; all but the two 1.6 Gbit/s `shallow` runs and modern
     // CUBIC of the 12 2007 files) and the 4 unpaced kernel-vs-hare-sim paths; every

@@ -15,6 +15,7 @@
 
 pub mod compact;
 mod controller;
+pub mod fairness;
 pub mod iperf;
 pub mod jsonl;
 pub mod nuttcp;

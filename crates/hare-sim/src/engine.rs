@@ -65,14 +65,18 @@ pub(crate) struct Engine {
     pub now: u64,
     pub client: ClientSide,
     pub server: ServerSide,
+    /// When the client's connection started (virtual ns).
+    pub start_ns: u64,
     same_instant: u32,
 }
 
 impl Engine {
-    /// Builds both endpoints and starts the client's connection at virtual time 0.
+    /// Builds both endpoints and starts the client's connection at virtual time `start_ns`
+    /// (0 for a run of one flow; a later flow of a shared path starts later).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         cfg: &SimConfig,
+        start_ns: u64,
         clock: Clock,
         client_endpoint: quinn_proto::EndpointConfig,
         server_endpoint: quinn_proto::EndpointConfig,
@@ -99,7 +103,7 @@ impl Engine {
         );
         let (ch, conn) = client_ep
             .connect(
-                clock.at(0),
+                clock.at(start_ns),
                 client_cfg,
                 server_addr,
                 crate::setup::server_name(),
@@ -140,7 +144,8 @@ impl Engine {
         );
         Ok(Engine {
             clock,
-            now: 0,
+            now: start_ns,
+            start_ns,
             client,
             server,
             same_instant: 0,
@@ -167,10 +172,14 @@ impl Engine {
         self.server.done_at
     }
 
-    /// Last time the receiver got payload, or the origin: for stall detection. Both are
-    /// set to the time of the moment they happen, so the later one is the latest.
+    /// Last time the receiver got payload, or the origin (the start before the handshake):
+    /// for stall detection. Each is set to the time of the moment it happens, so the latest
+    /// one is the last.
     pub fn last_progress(&self) -> u64 {
-        self.client.origin.unwrap_or(0).max(self.server.last_read)
+        self.client
+            .origin
+            .unwrap_or(self.start_ns)
+            .max(self.server.last_read)
     }
 
     /// Drops both connections (hare-cc controllers publish their last events on drop).

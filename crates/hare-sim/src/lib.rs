@@ -49,6 +49,7 @@ mod controller;
 mod crypto;
 mod engine;
 mod error;
+mod flows;
 mod identity;
 mod output;
 mod peer;
@@ -71,6 +72,7 @@ pub use bench::{
 pub use config::{defaults, AckSettings, Limits, ReadMode, SimConfig, Windows, Workload};
 pub use crypto::CryptoMode;
 pub use error::{Endpoint, SimError};
+pub use flows::{flow_seed, simulate_flows, Flow, FlowsOutput};
 pub use output::{Progress, SimOutput, TracePoint};
 pub use receiver_acks::ReceiverAcks;
 pub use run::{simulate, simulate_with};

@@ -59,7 +59,7 @@ pub fn simulate_with(
 }
 
 /// Why an attempt gave no output.
-enum Attempt {
+pub(crate) enum Attempt {
     /// The run failed (with its partial output where there is one).
     Failed(SimError),
     /// The two-thread engine met something only the one-thread engine can end exactly.
@@ -77,56 +77,14 @@ fn attempt(
     threads: Threads,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<SimOutput, Attempt> {
-    setup::validate(cfg)?;
-    let resolved = resolve(&cfg.controller, cfg.trace, cfg.paced)?;
-    let link = |c, direction| {
-        Link::new(c).map_err(|e| SimError::Link {
-            direction,
-            message: e.to_string(),
-        })
-    };
-    let mut forward = Wire::new(link(&cfg.forward, "forward")?, cfg.ip_overhead);
-    if let Some(rate) = cfg.sender_line_rate {
-        forward = forward.with_line_rate(rate);
-    }
-    let reverse = Wire::new(link(&cfg.reverse, "reverse")?, cfg.ip_overhead);
-    let mut client_t = setup::transport_config(cfg, resolved.client_factory.clone(), true)?;
-    let mut server_t = setup::transport_config(cfg, resolved.server_factory.clone(), false)?;
-    let wall_start = Instant::now();
+    let link = Link::new(&cfg.forward).map_err(|e| SimError::Link {
+        direction: "forward",
+        message: e.to_string(),
+    })?;
+    let forward = Wire::new(link, cfg.ip_overhead);
     // The one real Instant of the run: virtual time is an offset from it.
     let base = Instant::now();
-    if let Some(dir) = &cfg.qlog_dir {
-        setup::attach_qlog(cfg, dir, base, &mut client_t, &mut server_t)?;
-    }
-    let (client_cfg, server_cfg) = setup::tls_configs(cfg, client_t, server_t)?;
-    let engine = Engine::new(
-        cfg,
-        Clock::new(base),
-        setup::endpoint_config(cfg, "client-endpoint")?,
-        setup::endpoint_config(cfg, "server-endpoint")?,
-        client_cfg,
-        server_cfg,
-        forward,
-        reverse,
-        resolved.tap.clone(),
-    )?;
-    let mut runner = Runner {
-        cfg,
-        engine,
-        probe: Probe {
-            tap: resolved.tap.clone(),
-            observer: resolved.observer.clone(),
-            unpaced: resolved.unpaced,
-        },
-        window_ns: window_ns(cfg, threads),
-        windows: 0,
-        resolved,
-        coarse: Track::new(nanos(cfg.interval)),
-        fine: cfg.fine_interval.map(|f| Track::new(nanos(f))),
-        cc_events: Vec::new(),
-        wall_start,
-        last_sample: Sample::default(),
-    };
+    let mut runner = Runner::new(cfg, threads, forward, 0, base)?;
     runner.run(progress)
 }
 
@@ -134,7 +92,83 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-struct Runner<'a> {
+/// What a runner handles next, and the deadlines it was checked against.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Due {
+    /// The earliest of `event` and `tick`.
+    pub next: u64,
+    event: Option<u64>,
+    tick: Option<u64>,
+    stall_at: u64,
+}
+
+impl<'a> Runner<'a> {
+    /// Builds the connection of `cfg` over `forward` (the data direction's wire), starting
+    /// at virtual `start_ns` of a clock whose zero is `base`.
+    pub(crate) fn new(
+        cfg: &'a SimConfig,
+        threads: Threads,
+        mut forward: Wire,
+        start_ns: u64,
+        base: Instant,
+    ) -> Result<Runner<'a>, SimError> {
+        let wall_start = Instant::now();
+        setup::validate(cfg)?;
+        let resolved = resolve(&cfg.controller, cfg.trace, cfg.paced)?;
+        if let Some(rate) = cfg.sender_line_rate {
+            forward = forward.with_line_rate(rate);
+        }
+        let reverse_link = Link::new(&cfg.reverse).map_err(|e| SimError::Link {
+            direction: "reverse",
+            message: e.to_string(),
+        })?;
+        let reverse = Wire::new(reverse_link, cfg.ip_overhead);
+        let mut client_t = setup::transport_config(cfg, resolved.client_factory.clone(), true)?;
+        let mut server_t = setup::transport_config(cfg, resolved.server_factory.clone(), false)?;
+        if let Some(dir) = &cfg.qlog_dir {
+            setup::attach_qlog(cfg, dir, base, &mut client_t, &mut server_t)?;
+        }
+        let (client_cfg, server_cfg) = setup::tls_configs(cfg, client_t, server_t)?;
+        let engine = Engine::new(
+            cfg,
+            start_ns,
+            Clock::new(base),
+            setup::endpoint_config(cfg, "client-endpoint")?,
+            setup::endpoint_config(cfg, "server-endpoint")?,
+            client_cfg,
+            server_cfg,
+            forward,
+            reverse,
+            resolved.tap.clone(),
+        )?;
+        let cap = cfg.limits.max_virtual_time.unwrap_or(match cfg.workload {
+            Workload::Duration(d) => d + Duration::from_secs(300),
+            Workload::Bytes(_) => Duration::from_secs(3600),
+        });
+        Ok(Runner {
+            cfg,
+            engine,
+            probe: Probe {
+                tap: resolved.tap.clone(),
+                observer: resolved.observer.clone(),
+                unpaced: resolved.unpaced,
+            },
+            window_ns: window_ns(cfg, threads),
+            windows: 0,
+            resolved,
+            coarse: Track::new(nanos(cfg.interval)),
+            fine: cfg.fine_interval.map(|f| Track::new(nanos(f))),
+            cc_events: Vec::new(),
+            wall_start,
+            last_sample: Sample::default(),
+            stall_ns: nanos(cfg.limits.stall_after),
+            cap_ns: start_ns.saturating_add(nanos(cap)),
+        })
+    }
+}
+
+/// One connection's run: its engine and its report.
+pub(crate) struct Runner<'a> {
     cfg: &'a SimConfig,
     engine: Engine,
     /// Reads the sender's state for samples.
@@ -150,10 +184,14 @@ struct Runner<'a> {
     cc_events: Vec<CcEvent>,
     wall_start: Instant,
     last_sample: Sample,
+    /// Virtual time without progress after which the run is stalled, ns.
+    stall_ns: u64,
+    /// Virtual time (absolute ns) at which the run is cut.
+    cap_ns: u64,
 }
 
 /// How a run ended.
-enum End {
+pub(crate) enum End {
     Done,
     Lost {
         side: crate::error::Endpoint,
@@ -166,85 +204,109 @@ enum End {
 
 impl Runner<'_> {
     fn run(&mut self, progress: &mut dyn FnMut(Progress)) -> Result<SimOutput, Attempt> {
-        let stall_ns = nanos(self.cfg.limits.stall_after);
-        let cap_ns = nanos(
-            self.cfg
-                .limits
-                .max_virtual_time
-                .unwrap_or(match self.cfg.workload {
-                    Workload::Duration(d) => d + Duration::from_secs(300),
-                    Workload::Bytes(_) => Duration::from_secs(3600),
-                }),
-        );
         let end = loop {
-            if let Err(Stop::Lost { side, reason }) = self.engine.settle() {
-                break End::Lost { side, reason };
-            }
-            if self.engine.origin().is_some() && self.coarse.next_tick.is_none() {
-                let s = self.sample();
-                self.coarse.start(&s);
-                if let Some(f) = self.fine.as_mut() {
-                    f.start(&s);
-                }
-            }
-            if self.engine.done_at().is_some() {
-                break End::Done;
-            }
-            let event = self.engine.next_event();
-            let tick = [
-                self.coarse.next_tick,
-                self.fine.as_ref().and_then(|f| f.next_tick),
-            ]
-            .into_iter()
-            .flatten()
-            .min();
-            let Some(next) = [event, tick].into_iter().flatten().min() else {
-                break End::Stalled {
-                    what: "no event pending (no timer, no datagram in flight)".into(),
-                };
+            let due = match self.poll() {
+                Ok(due) => due,
+                Err(end) => break end,
             };
-            let stall_at = self.engine.last_progress().saturating_add(stall_ns);
-            if next > stall_at {
-                self.engine.now = self.engine.now.max(stall_at);
-                break End::Stalled {
-                    what: format!(
-                        "no payload delivered for {:?} of virtual time",
-                        self.cfg.limits.stall_after
-                    ),
-                };
-            }
-            if next > cap_ns {
-                self.engine.now = self.engine.now.max(cap_ns);
-                break End::Stalled {
-                    what: format!(
-                        "virtual time limit of {:?} reached",
-                        Duration::from_nanos(cap_ns)
-                    ),
-                };
-            }
-            if let Some(window) = self.window_ns.filter(|_| self.windows_allowed()) {
-                // Everything up to both deadlines, and not one lookahead past `next`.
-                let end = next
-                    .saturating_add(window)
-                    .min(stall_at.saturating_add(1))
-                    .min(cap_ns.saturating_add(1));
-                self.window(end, progress)?;
-                continue;
-            }
-            if tick == Some(next) {
-                self.engine.now = self.engine.now.max(next);
-                self.tick(next, progress);
-                if event != Some(next) {
-                    continue;
-                }
-            }
-            if let Some(t) = event {
-                if let Err(what) = self.engine.advance(t) {
-                    break End::Stalled { what };
-                }
+            if let Some(end) = self.step(&due, progress)? {
+                break end;
             }
         };
         self.finish(end, progress).map_err(Attempt::Failed)
+    }
+
+    /// Runs the application logic of what happened at the engine's `now`, then says what is
+    /// due next, or how the run ended.
+    pub(crate) fn poll(&mut self) -> Result<Due, End> {
+        if let Err(Stop::Lost { side, reason }) = self.engine.settle() {
+            return Err(End::Lost { side, reason });
+        }
+        if self.engine.origin().is_some() && self.coarse.next_tick.is_none() {
+            let s = self.sample();
+            self.coarse.start(&s);
+            if let Some(f) = self.fine.as_mut() {
+                f.start(&s);
+            }
+        }
+        if self.engine.done_at().is_some() {
+            return Err(End::Done);
+        }
+        let event = self.engine.next_event();
+        let tick = [
+            self.coarse.next_tick,
+            self.fine.as_ref().and_then(|f| f.next_tick),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let Some(next) = [event, tick].into_iter().flatten().min() else {
+            return Err(End::Stalled {
+                what: "no event pending (no timer, no datagram in flight)".into(),
+            });
+        };
+        let stall_at = self.engine.last_progress().saturating_add(self.stall_ns);
+        if next > stall_at {
+            self.engine.now = self.engine.now.max(stall_at);
+            return Err(End::Stalled {
+                what: format!(
+                    "no payload delivered for {:?} of virtual time",
+                    self.cfg.limits.stall_after
+                ),
+            });
+        }
+        if next > self.cap_ns {
+            self.engine.now = self.engine.now.max(self.cap_ns);
+            return Err(End::Stalled {
+                what: format!(
+                    "virtual time limit of {:?} reached",
+                    Duration::from_nanos(self.cap_ns)
+                ),
+            });
+        }
+        Ok(Due {
+            next,
+            event,
+            tick,
+            stall_at,
+        })
+    }
+
+    /// Handles what `due` (from [`Runner::poll`]) says is next: a two-thread window, or the
+    /// report boundaries and events of one instant.
+    pub(crate) fn step(
+        &mut self,
+        due: &Due,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Option<End>, Attempt> {
+        let Due {
+            next,
+            event,
+            tick,
+            stall_at,
+        } = *due;
+        if let Some(window) = self.window_ns.filter(|_| self.windows_allowed()) {
+            // Everything up to both deadlines, and not one lookahead past `next`.
+            let end = next
+                .saturating_add(window)
+                .min(stall_at.saturating_add(1))
+                .min(self.cap_ns.saturating_add(1));
+            self.window(end, progress)?;
+            return Ok(None);
+        }
+        if tick == Some(next) {
+            self.engine.now = self.engine.now.max(next);
+            self.tick(next, progress);
+            if event != Some(next) {
+                return Ok(None);
+            }
+        }
+        if let Some(t) = event {
+            if let Err(what) = self.engine.advance(t) {
+                return Ok(Some(End::Stalled { what }));
+            }
+        }
+        Ok(None)
     }
 
     /// Two threads may take the next window: the connection is up, the report has started,
@@ -354,7 +416,7 @@ impl Runner<'_> {
     }
 
     /// Closes the run and assembles the output (or the error carrying it).
-    fn finish(
+    pub(crate) fn finish(
         &mut self,
         end: End,
         progress: &mut dyn FnMut(Progress),
@@ -382,8 +444,8 @@ impl Runner<'_> {
             run,
             fine,
             trace,
-            link_forward: *self.engine.client.out.link().stats(),
-            link_reverse: *self.engine.server.out.link().stats(),
+            link_forward: self.engine.client.out.stats(),
+            link_reverse: self.engine.server.out.stats(),
             sim_seconds: end_ns as f64 / 1e9,
             wall_seconds: self.wall_start.elapsed().as_secs_f64(),
             origin_s: origin_ns as f64 / 1e9,

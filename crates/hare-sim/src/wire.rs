@@ -3,8 +3,10 @@
 
 use std::collections::VecDeque;
 
+use std::sync::{Arc, Mutex, PoisonError};
+
 use bytes::BytesMut;
-use hare_link::{Link, Verdict};
+use hare_link::{Link, LinkStats, Verdict};
 
 /// Datagrams in flight towards one endpoint, in arrival order.
 ///
@@ -55,10 +57,36 @@ impl Arrivals {
     }
 }
 
+/// A bottleneck several flows offer to: one [`Link`] (one queue, one serialiser) behind a
+/// lock, so each flow's [`Wire`] can own a handle. The multi-flow engine drives all flows on
+/// one thread in time order, so the lock is never contended.
+pub(crate) type SharedLink = Arc<Mutex<Link>>;
+
+/// The link a [`Wire`] offers to: its own, or one shared with other flows.
+// A run holds two of these and never moves them per packet: a one-flow run keeps its link
+// inline rather than behind a box on every offer.
+#[allow(clippy::large_enum_variant)]
+enum LinkSlot {
+    Own(Link),
+    Shared(SharedLink),
+}
+
+impl LinkSlot {
+    /// Runs `f` on the link.
+    fn with<T>(&mut self, f: impl FnOnce(&mut Link) -> T) -> T {
+        match self {
+            LinkSlot::Own(l) => f(l),
+            LinkSlot::Shared(l) => f(&mut l.lock().unwrap_or_else(PoisonError::into_inner)),
+        }
+    }
+}
+
 /// The sending end of one direction: a hare-link [`Link`] and the datagrams it accepted that
 /// the receiving end has not taken yet ([`Arrivals::take_all`]).
 pub(crate) struct Wire {
-    link: Link,
+    link: LinkSlot,
+    /// Extra one-way delay after the link (a flow's own access delay on a shared path).
+    extra_delay_ns: u64,
     /// Accepted datagrams not yet handed to the receiver's [`Arrivals`].
     pub sent: Arrivals,
     ip_overhead: u32,
@@ -91,7 +119,21 @@ impl Wire {
     /// A wire over `link`, adding `ip_overhead` bytes to each datagram's length.
     pub fn new(link: Link, ip_overhead: u32) -> Self {
         Wire {
-            link,
+            link: LinkSlot::Own(link),
+            extra_delay_ns: 0,
+            sent: Arrivals::default(),
+            ip_overhead,
+            offered: 0,
+            nic: None,
+        }
+    }
+
+    /// A wire offering to a link shared with other flows, each datagram arriving
+    /// `extra_delay_ns` after the link delivered it.
+    pub fn shared(link: SharedLink, ip_overhead: u32, extra_delay_ns: u64) -> Self {
+        Wire {
+            link: LinkSlot::Shared(link),
+            extra_delay_ns,
             sent: Arrivals::default(),
             ip_overhead,
             offered: 0,
@@ -119,9 +161,10 @@ impl Wire {
             Some(nic) => nic.depart(now, ip_len),
             None => now,
         };
-        match self.link.offer(at_link, ip_len) {
+        match self.link.with(|l| l.offer(at_link, ip_len)) {
             Verdict::Delivered { at } => {
-                self.sent.insert(at, datagram);
+                self.sent
+                    .insert(at.saturating_add(self.extra_delay_ns), datagram);
                 None
             }
             Verdict::Dropped(_) => Some(datagram),
@@ -130,12 +173,12 @@ impl Wire {
 
     /// Bytes queued at the bottleneck at `now`.
     pub fn queue_bytes(&mut self, now: u64) -> u64 {
-        self.link.queue_bytes(now)
+        self.link.with(|l| l.queue_bytes(now))
     }
 
-    /// The link.
-    pub fn link(&self) -> &Link {
-        &self.link
+    /// The link's counters (of all its flows when shared).
+    pub fn stats(&mut self) -> LinkStats {
+        self.link.with(|l| *l.stats())
     }
 }
 

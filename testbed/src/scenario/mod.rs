@@ -1,6 +1,7 @@
 //! Scenario files: schema ([`schema`]), loading with errors that name the file, the field
 //! and the value, and resolution into what the simulator runs ([`Scenario`]).
 
+pub mod flows;
 pub mod schema;
 mod windows;
 
@@ -76,6 +77,8 @@ pub struct Scenario {
     pub path: PathConfig,
     /// Flow-control windows in bytes.
     pub windows: ResolvedWindows,
+    /// The competing flows of `[[flows]]` (empty: one flow per run, as always).
+    pub flows: Vec<flows::ResolvedFlow>,
 }
 
 fn invalid(
@@ -132,9 +135,14 @@ impl Scenario {
         threads: &ThreadData,
     ) -> Result<Scenario, ScenarioError> {
         check_kind_and_name(&file, src)?;
-        let controllers = parse_controllers(&file, src)?;
+        let controllers = if file.flows.is_empty() {
+            parse_controllers(&file, src)?
+        } else {
+            Vec::new()
+        };
         check_packet_settings(&file, src)?;
         let path = resolve_path(&file.path, src)?;
+        let flows = flows::resolve(&file, &path, src)?;
         let windows =
             ResolvedWindows::resolve(&file.windows).map_err(|(field, value, expected)| {
                 invalid(src, format!("windows.{field}"), value, expected)
@@ -149,6 +157,7 @@ impl Scenario {
             controllers,
             path,
             windows,
+            flows,
         })
     }
 

@@ -37,6 +37,19 @@
 //!
 //! crypto = "null"          # top level, before any table: "null" (default) or "real"
 //! ```
+//!
+//! A scenario of competing flows gives `[[flows]]` tables instead of `controllers` (and
+//! no `[replay]`); they share `[path]`'s forward link and queue, and `[workload] duration`
+//! is the run's length (see docs/FLOWS.md):
+//!
+//! ```toml
+//! [[flows]]
+//! controller = "cubic@linux-6"   # any hare-cc spec; `hare-lab compete` also "tcp:cubic"
+//! start = "0s"
+//! rtt = "40ms"                   # optional, at least the path's (default: the path's)
+//! bytes = "200MB"                # or duration = "30s"; default: until the run ends
+//! count = 1                      # optional: this many identical flows
+//! ```
 
 use hare_link::{BitRate, ByteSize, LinkConfig, TimeSpan};
 use serde::{Deserialize, Serialize};
@@ -53,7 +66,9 @@ pub struct ScenarioFile {
     /// What the scenario reproduces and why its numbers are what they are.
     #[serde(default)]
     pub description: String,
-    /// Controllers to run, hare-cc grammar (`cubic@linux-2.6.20,initial_ssthresh=100`).
+    /// Controllers to run, hare-cc grammar (`cubic@linux-2.6.20,initial_ssthresh=100`);
+    /// absent in a scenario of `[[flows]]`.
+    #[serde(default)]
     pub controllers: Vec<String>,
     /// QUIC maximum UDP payload in bytes (quinn's initial and maximum MTU).
     #[serde(default = "default_mtu")]
@@ -88,6 +103,33 @@ pub struct ScenarioFile {
     /// `"real"` (AES-128-GCM, as the binaries always use).
     #[serde(default)]
     pub crypto: hare_sim::CryptoMode,
+    /// Competing flows on the one path (none: one flow of each controller, as always).
+    #[serde(default)]
+    pub flows: Vec<FlowSpec>,
+}
+
+/// One `[[flows]]` table: `count` identical flows sharing the scenario's path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    /// A hare-cc spec (`cubic@linux-6`), or `tcp:ALG` for a kernel TCP flow (emulator only).
+    pub controller: String,
+    /// When the flow starts, from the run's start.
+    #[serde(default)]
+    pub start: Option<TimeSpan>,
+    /// The flow's base RTT, at least the path's: the difference is added after the shared
+    /// bottleneck, on the flow's own access (default: the path's RTT).
+    #[serde(default)]
+    pub rtt: Option<TimeSpan>,
+    /// Bytes to send (default: send until the run ends).
+    #[serde(default)]
+    pub bytes: Option<ByteSize>,
+    /// Seconds to send (default: until the run ends).
+    #[serde(default)]
+    pub duration: Option<TimeSpan>,
+    /// This many identical flows (default 1).
+    #[serde(default)]
+    pub count: Option<u32>,
 }
 
 fn default_mtu() -> u16 {

@@ -26,6 +26,7 @@
 //! ```
 
 pub mod cli;
+pub mod compete;
 pub mod metrics;
 pub mod plot;
 pub mod runner;

@@ -122,7 +122,24 @@ pub fn find_bins(explicit: Option<&Path>) -> Result<PathBuf> {
     )
 }
 
-fn wait_child(child: &mut Child, deadline_ns: u64) -> Option<bool> {
+/// [`find_bins`] for tests: when they are not found, builds them with the running cargo
+/// (`$CARGO`, else `cargo`: `cargo build -p hare-send -p hare-recv`) and looks again.
+pub fn find_or_build_bins() -> Result<PathBuf> {
+    if let Ok(d) = find_bins(None) {
+        return Ok(d);
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let st = Command::new(&cargo)
+        .args(["build", "-p", "hare-send", "-p", "hare-recv"])
+        .status()
+        .with_context(|| format!("running {cargo} build"))?;
+    if !st.success() {
+        bail!("building hare-send / hare-recv failed ({st})");
+    }
+    find_bins(None)
+}
+
+pub(super) fn wait_child(child: &mut Child, deadline_ns: u64) -> Option<bool> {
     // Bounded by the deadline; polls every 20 ms.
     loop {
         match child.try_wait() {
@@ -159,37 +176,19 @@ pub fn run_transfer(ns: &NamespaceConfig, spec: &TransferSpec) -> Result<Transfe
     let peer = format!("{}:{RECV_PORT}", ns.receiver_addr);
     let payload = (ns.mtu - 28).to_string();
 
-    let mut rcmd = receiver_command(
-        &emu, spec, &peer, &payload, &identity, &recv_json, &recv_dir,
-    )?;
-    let rlog = std::fs::File::create(spec.work_dir.join(format!("{}.recv.log", spec.name)))
-        .context("receiver log")?;
-    rcmd.stdout(Stdio::piped()).stderr(rlog);
-    let mut receiver = rcmd
-        .spawn()
-        .context("starting hare-recv in the receiver namespace")?;
-    let out = receiver.stdout.take().context("receiver stdout")?;
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if line.contains("listening on") {
-                let _ = tx.send(());
-            }
+    let mut receiver = match start_receiver(&emu, spec, &peer, &payload, &identity) {
+        Ok(r) => r,
+        Err(e) => {
+            let run = emu.stop();
+            bail!(
+                "{e:#}; emulator: {}",
+                match run {
+                    Ok(r) => r.line(),
+                    Err(e) => format!("{e:#}"),
+                }
+            );
         }
-    });
-    if rx.recv_timeout(std::time::Duration::from_secs(20)).is_err() {
-        let _ = receiver.kill();
-        let _ = receiver.wait();
-        let run = emu.stop();
-        bail!(
-            "hare-recv did not start listening within 20 s (see {}.recv.log); emulator: {}",
-            spec.name,
-            match run {
-                Ok(r) => r.line(),
-                Err(e) => format!("{e:#}"),
-            }
-        );
-    }
+    };
 
     let mut scmd = sender_command(&emu, spec, &peer, &payload, &identity, &report_path)?;
     let slog = std::fs::File::create(spec.work_dir.join(format!("{}.send.log", spec.name)))
@@ -244,6 +243,44 @@ pub fn run_transfer(ns: &NamespaceConfig, spec: &TransferSpec) -> Result<Transfe
         receiver_run,
         tcp_reductions,
     })
+}
+
+/// Starts hare-recv for `spec` in the receiver namespace, listening on `peer`, and waits
+/// (at most 20 s) until it says it listens; its log goes to `<name>.recv.log`.
+pub(super) fn start_receiver(
+    emu: &NamespaceEmulator,
+    spec: &TransferSpec,
+    peer: &str,
+    payload: &str,
+    identity: &Path,
+) -> Result<Child> {
+    let recv_json = spec.work_dir.join(format!("{}.recv.json", spec.name));
+    let recv_dir = spec.work_dir.join(format!("{}.recv", spec.name));
+    let mut rcmd = receiver_command(emu, spec, peer, payload, identity, &recv_json, &recv_dir)?;
+    let rlog = std::fs::File::create(spec.work_dir.join(format!("{}.recv.log", spec.name)))
+        .context("receiver log")?;
+    rcmd.stdout(Stdio::piped()).stderr(rlog);
+    let mut receiver = rcmd
+        .spawn()
+        .context("starting hare-recv in the receiver namespace")?;
+    let out = receiver.stdout.take().context("receiver stdout")?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if line.contains("listening on") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    if rx.recv_timeout(std::time::Duration::from_secs(20)).is_err() {
+        let _ = receiver.kill();
+        let _ = receiver.wait();
+        bail!(
+            "hare-recv did not start listening within 20 s (see {}.recv.log)",
+            spec.name
+        );
+    }
+    Ok(receiver)
 }
 
 /// The token this process's file runs authorise their sender with (one per process, from
@@ -306,7 +343,7 @@ fn receiver_command(
 }
 
 /// The hare-send command in the sender's namespace, writing its report to `report_path`.
-fn sender_command(
+pub(super) fn sender_command(
     emu: &NamespaceEmulator,
     spec: &TransferSpec,
     peer: &str,
@@ -358,7 +395,7 @@ fn sender_command(
 
 /// Reads the sender's report back and rewrites it with the path, the emulator's verdict
 /// and the path's events; `None` when the sender wrote none.
-fn finish_sender_report(
+pub(super) fn finish_sender_report(
     report_path: &Path,
     ns: &NamespaceConfig,
     emulator: &EmulatorRun,

@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 
 use hare_emu::netns;
-use hare_emu::scenario::transfer::{find_bins, run_transfer, TransferOutcome, TransferSpec};
+use hare_emu::scenario::transfer::{
+    find_or_build_bins, run_transfer, TransferOutcome, TransferSpec,
+};
 use hare_emu::NamespaceConfig;
 
 /// The directory of hare-send and hare-recv, or `None` (the test is skipped, saying why)
@@ -21,16 +23,7 @@ pub fn bins() -> Option<PathBuf> {
         eprintln!("skipped: {why}");
         return None;
     }
-    if let Ok(d) = find_bins(None) {
-        return Some(d);
-    }
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let st = std::process::Command::new(cargo)
-        .args(["build", "-p", "hare-send", "-p", "hare-recv"])
-        .status()
-        .expect("running cargo build");
-    assert!(st.success(), "building hare-send / hare-recv failed");
-    Some(find_bins(None).expect("hare-send / hare-recv after building them"))
+    Some(find_or_build_bins().expect("hare-send / hare-recv"))
 }
 
 /// Attempts at a run the emulator's self-check accepts.
