@@ -41,9 +41,10 @@ struct RecordArgs {
     #[arg(long, default_value_t = 10.0)]
     seconds: f64,
     /// A loss episode on the forward link, `FROM..TO/ONE_IN` (link time; every ONE_IN-th
-    /// packet offered in [FROM, TO) is dropped), e.g. `3s..3.02s/4`.
+    /// packet offered in [FROM, TO) is dropped), e.g. `3s..3.02s/4`; `/1` drops all (a
+    /// blackout, long enough for a retransmission timeout). Repeatable.
     #[arg(long, value_name = "FROM..TO/ONE_IN")]
-    loss_episode: Option<String>,
+    loss_episode: Vec<String>,
     /// Watch a flow the user runs instead: the remote (receiving) port of its sender's
     /// socket on this machine. No emulator is started.
     #[arg(long)]
@@ -146,7 +147,7 @@ fn record(args: &RecordArgs) -> Result<()> {
 
 fn record_emulated(args: &RecordArgs) -> Result<(Vec<hare_kernel_check::probe::Probe>, String)> {
     let mut path = args.path.to_path()?;
-    if let Some(e) = &args.loss_episode {
+    for e in &args.loss_episode {
         path.forward.loss.push(parse_episode(e)?);
     }
     path.validate().context("the path")?;
@@ -167,9 +168,9 @@ fn record_emulated(args: &RecordArgs) -> Result<(Vec<hare_kernel_check::probe::P
         args.path.rtt.0,
         args.seconds,
         args.loss_episode
-            .as_deref()
+            .iter()
             .map(|e| format!(", loss episode {e}"))
-            .unwrap_or_default(),
+            .collect::<String>(),
         result.bytes,
         if result.emulator.valid {
             "valid".to_owned()
