@@ -142,3 +142,62 @@ impl KernelCc {
         self.tp.ca_state
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{Algorithm, Profile};
+
+    fn cubic() -> KernelCc {
+        let p = Profile::named("linux-6").expect("built in");
+        KernelCc::new(Algorithm::Cubic, &p, false, 1448)
+    }
+
+    #[test]
+    fn an_aligned_clock_reads_the_kernels_jiffies_and_microseconds() {
+        let c = KernelClock::aligned(250, 1_234_567, 4_000_000_000);
+        assert_eq!(c.jiffies(1_234_567), 4_000_000_000);
+        // 308.6 ticks at 1,234,567 us: the next tick comes at 1,236,000 us.
+        assert_eq!(c.jiffies(1_235_999), 4_000_000_000);
+        assert_eq!(c.jiffies(1_236_000), 4_000_000_001);
+        assert_eq!(c.us_clock(1_234_567), 1_234_567);
+    }
+
+    #[test]
+    fn the_pacing_rate_set_is_the_rate_read() {
+        let mut cc = cubic();
+        cc.set_pacing_rate(12_345_678);
+        assert_eq!(cc.pacing_rate(), 12_345_678);
+        cc.set_pacing_rate(10_000_000_000);
+        assert_eq!(cc.pacing_rate(), 9_999_999_999);
+    }
+
+    #[test]
+    fn bictcp_state_reads_back_as_set() {
+        let mut cc = cubic();
+        let s = BictcpState {
+            cnt: 3,
+            last_max_cwnd: 700,
+            last_cwnd: 600,
+            last_time: 77,
+            bic_origin_point: 700,
+            bic_k: 1500,
+            delay_min: 60_000,
+            epoch_start: 70,
+            ack_cnt: 5,
+            tcp_cwnd: 590,
+            sample_cnt: 8,
+            found: 1,
+            round_start: 123,
+            end_seq: 1 << 33,
+            last_ack: 456,
+            curr_rtt: 61_000,
+        };
+        cc.set_bictcp_state(&s).expect("cubic");
+        assert_eq!(cc.bictcp_state(), Some(s));
+        let p = Profile::named("linux-6").expect("built in");
+        let mut reno = KernelCc::new(Algorithm::Reno, &p, false, 1448);
+        assert!(reno.set_bictcp_state(&s).is_err());
+        assert_eq!(reno.bictcp_state(), None);
+    }
+}
