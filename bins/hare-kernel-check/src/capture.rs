@@ -34,8 +34,7 @@ pub fn unavailable_reason() -> Option<String> {
                 .into(),
         );
     }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !hare_emu::netns::is_root() {
         return Some("loading BPF programs needs root".into());
     }
     None

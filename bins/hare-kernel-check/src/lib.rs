@@ -8,11 +8,14 @@
 #![warn(missing_docs)]
 
 pub mod capture;
+mod compare;
 pub mod flow;
 pub mod hz;
 pub mod kstate;
 pub mod probe;
 pub mod replay;
+mod report;
+mod step;
 pub mod tally;
 
 use std::path::Path;
