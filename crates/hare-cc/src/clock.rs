@@ -23,6 +23,9 @@ pub struct KernelClock {
     hz: u32,
     /// Machine uptime in microseconds when the controller was built.
     uptime_us: u64,
+    /// Ticks added to `jiffies` (0 but for [`KernelClock::aligned`]): the kernel's jiffies
+    /// and its microsecond clock do not tick in phase.
+    jiffies_offset: u32,
 }
 
 impl KernelClock {
@@ -31,7 +34,20 @@ impl KernelClock {
         KernelClock {
             hz: hz.max(1),
             uptime_us: uptime_ms.saturating_mul(1000),
+            jiffies_offset: 0,
         }
+    }
+
+    /// A clock matching a running kernel at one instant: the microsecond clock (5.6+
+    /// `bictcp_clock_us()`, `tcp_mstamp`) reads `now_us` itself at controller time `now_us`
+    /// (uptime 0), and `jiffies` reads `jiffies_now` there. The kernel's jiffies tick at
+    /// their own phase against its microsecond clock (and a tick can fall between two reads
+    /// of one ACK), so a tool replaying a captured kernel flow aligns the model's clock ACK
+    /// by ACK with this. The ms clock of 2.6.39 - 5.5 follows the microsecond one.
+    pub fn aligned(hz: u32, now_us: u64, jiffies_now: u32) -> Self {
+        let mut clock = KernelClock::new(hz, 0);
+        clock.jiffies_offset = jiffies_now.wrapping_sub(clock.jiffies(now_us));
+        clock
     }
 
     /// `HZ`.
@@ -64,6 +80,7 @@ impl KernelClock {
     pub fn jiffies(&self, now_us: u64) -> u32 {
         self.initial_jiffies()
             .wrapping_add(self.ticks(now_us) as u32)
+            .wrapping_add(self.jiffies_offset)
     }
 
     /// The 2.6.39 - 5.5 `bictcp_clock()` in ms at `now_us`.

@@ -132,6 +132,13 @@ impl KernelCc {
         self.run_hook(now_us, |m, ctx| m.init(ctx));
     }
 
+    /// Put the model on another clock (see [`crate::hooks::KernelCc::set_clock`]); the
+    /// remembered jiffies are of the old one.
+    pub(crate) fn replace_clock(&mut self, clock: KernelClock) {
+        self.clock = clock;
+        self.jiffies_memo = (self.t_us, clock.jiffies(self.t_us));
+    }
+
     /// `tcp_jiffies32` at `now_us`, remembered for the next call at the same time.
     #[inline(always)]
     pub(crate) fn jiffies_at(&mut self, now_us: u64) -> u32 {

@@ -11,6 +11,12 @@
 //! [`KernelCc::hook_cong_avoid`], [`KernelCc::hook_ssthresh`], [`KernelCc::hook_set_state`],
 //! [`KernelCc::hook_cwnd_event_tx_start`], [`KernelCc::undo_cwnd`]. Whole ACKs in the era's order are [`KernelCc::on_ack`].
 //!
+//! A replay of a captured kernel flow also sets, ACK by ACK, what the kernel's socket holds
+//! and the model cannot know: [`KernelCc::set_sequence`], [`KernelCc::set_cwnd_limited`],
+//! [`KernelCc::set_pacing_rate`], [`KernelCc::set_clock`] with [`KernelClock::aligned`], and
+//! CUBIC's `struct bictcp` by the kernel's field names ([`BictcpState`],
+//! [`KernelCc::set_bictcp_state`], [`KernelCc::bictcp_state`]).
+//!
 //! ```
 //! use hare_cc::engine::{AckEvent, KernelCc};
 //! use hare_cc::hooks::StartState;
@@ -37,6 +43,7 @@ pub use crate::cubic::hystart::{HyStart, HyStartInput};
 pub use crate::cubic::hystart_pp::{HyStartPp, PpTransition};
 pub use crate::cubic::{Cubic, CubicSlowStart};
 pub use crate::engine::{AckEvent, CcModule, KernelCc, LossSignal};
+pub use crate::hook_setters::BictcpState;
 pub use crate::reno::Reno;
 pub use crate::tcp_sock::{CaState, PacingInputs, TcpSock, TCP_INFINITE_SSTHRESH};
 

@@ -164,6 +164,7 @@ mod cc_module;
 mod driver;
 pub mod engine;
 pub mod events;
+mod hook_setters;
 pub mod hooks;
 pub mod observer;
 mod ops;
