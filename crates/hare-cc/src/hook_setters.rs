@@ -8,7 +8,7 @@ use crate::cc_module::CcModule;
 use crate::clock::KernelClock;
 use crate::engine::KernelCc;
 use crate::hooks::StartError;
-use crate::tcp_sock::{CaState, PacingInputs};
+use crate::tcp_sock::PacingInputs;
 
 /// CUBIC's `struct bictcp` as 5.x / 6.x `tcp_cubic.c` has it (HyStart's fields included),
 /// with HyStart's `end_seq` in the model's sequence space and times in the profile's clocks
@@ -135,11 +135,6 @@ impl KernelCc {
     /// `snd_cwnd_cnt`.
     pub fn snd_cwnd_cnt(&self) -> u32 {
         self.tp.snd_cwnd_cnt
-    }
-
-    /// `icsk_ca_state`.
-    pub fn ca_state(&self) -> CaState {
-        self.tp.ca_state
     }
 }
 
