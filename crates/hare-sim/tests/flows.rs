@@ -4,11 +4,11 @@
 //! The path has 1 ms of uniform delay jitter (no reordering). Without it every packet's
 //! timing is exact, and the drop-tail queue's overflows fall on the flows by their sending
 //! phase, not by their rate (the phase effect of Floyd and Jacobson, "On traffic phase
-//! effects in packet-switched gateways", 1992): over 55 s the smaller flow met 10 loss
-//! events and the larger 7, so CUBIC's fast convergence (which needs the larger flow to
-//! lose) hardly ran, and the shares stayed 67/29 Mbit/s (Jain 0.86; convergence after 73 s
-//! of a 120 s run). Reno, BIC and quinn's Cubic converge without jitter; with it, CUBIC
-//! linux-6 converges in about 11 s. See docs/FLOWS.md.
+//! effects in packet-switched gateways", 1992): the smaller flow lost packets in more
+//! intervals than the larger, CUBIC's fast convergence (which needs the larger flow to lose)
+//! hardly ran, and the late flow converged only after 72.9 s of a 120 s run
+//! (`testbed/scenarios/flows/nojitter-cubic-6.toml`). Reno, BIC and quinn's Cubic converge
+//! without jitter; with it, this pair converges in about 11 s. See docs/FLOWS.md.
 
 mod common;
 
