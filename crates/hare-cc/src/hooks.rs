@@ -3,8 +3,10 @@
 //! no private field.
 //!
 //! Build a model with [`KernelCc::new`], place it in a state with [`KernelCc::start_from`]
-//! (cwnd, ssthresh, `snd_cwnd_cnt`, CA state, the algorithm's `struct bictcp` with its
-//! `epoch_start`, and for CUBIC `delay_min` and HyStart's round state; the clock is the
+//! (cwnd, ssthresh, `snd_cwnd_cnt`, `snd_cwnd_clamp`, CA state, `snd_una` / `snd_nxt`,
+//! `srtt_us` or a captured `sk_pacing_rate`, the algorithm's `struct bictcp` with its
+//! `epoch_start`, and for CUBIC `delay_min` and HyStart's round state; the MSS is
+//! [`KernelCc::new`]'s, the clock is the
 //! profile's `hz` and `uptime_ms`, read back with [`KernelCc::clock`]), then call the
 //! `tcp_congestion_ops` hooks
 //! of the algorithm and era one at a time: [`KernelCc::hook_pkts_acked`],
@@ -67,6 +69,19 @@ pub struct StartState {
     /// in `hystart_ack_delay()`) is recomputed from the start state as
     /// `tcp_update_pacing_rate()` computes it.
     pub srtt_us: Option<u32>,
+    /// `tp->snd_una` (largest acknowledged packet number + 1; the HyStart rounds compare it
+    /// with `end_seq`). `None` keeps the model's.
+    pub snd_una: Option<u64>,
+    /// `tp->snd_nxt` (the next packet number to send; a new HyStart round ends there).
+    /// `None` keeps the model's; with only `snd_una` given, `snd_nxt` is raised to it when
+    /// below.
+    pub snd_nxt: Option<u64>,
+    /// `sk_pacing_rate` in bytes per second, as captured (after [`StartState::srtt_us`]'s
+    /// recomputation, which it replaces); it holds until the next ACK's
+    /// `tcp_update_pacing_rate()`. HyStart's ACK-train cushion (5.6+) reads it.
+    pub pacing_rate: Option<u64>,
+    /// `tp->snd_cwnd_clamp` (`None`: the profile's `cwnd_clamp`); `cwnd` is clamped to it.
+    pub cwnd_clamp: Option<u32>,
 }
 
 impl Default for StartState {
@@ -80,6 +95,10 @@ impl Default for StartState {
             cwnd_limited: true,
             module: None,
             srtt_us: None,
+            snd_una: None,
+            snd_nxt: None,
+            pacing_rate: None,
+            cwnd_clamp: None,
         }
     }
 }
@@ -96,6 +115,14 @@ pub enum StartError {
     /// cwnd 0 (the kernel never has it).
     #[error("cwnd must be at least 1 segment")]
     ZeroCwnd,
+    /// `snd_una` after `snd_nxt` (nothing can be acknowledged before it is sent).
+    #[error("snd_una {snd_una} is after snd_nxt {snd_nxt}")]
+    UnaAfterNxt {
+        /// The requested `snd_una`.
+        snd_una: u64,
+        /// The requested (or kept) `snd_nxt`.
+        snd_nxt: u64,
+    },
 }
 
 impl KernelCc {
@@ -104,6 +131,11 @@ impl KernelCc {
     pub fn start_from(&mut self, s: &StartState) -> Result<(), StartError> {
         if s.cwnd == 0 {
             return Err(StartError::ZeroCwnd);
+        }
+        let snd_una = s.snd_una.unwrap_or(self.tp.snd_una);
+        let snd_nxt = s.snd_nxt.unwrap_or(self.tp.snd_nxt.max(snd_una));
+        if snd_una > snd_nxt {
+            return Err(StartError::UnaAfterNxt { snd_una, snd_nxt });
         }
         if let Some(m) = &s.module {
             if !m.same_algorithm(&self.module) {
@@ -115,6 +147,16 @@ impl KernelCc {
         }
         self.before_growth.close();
         let tp = &mut self.tp;
+        if let Some(clamp) = s.cwnd_clamp {
+            tp.snd_cwnd_clamp = clamp.max(1);
+        }
+        if let Some(una) = s.snd_una {
+            tp.snd_una = una;
+            tp.snd_nxt = tp.snd_nxt.max(una);
+        }
+        if let Some(nxt) = s.snd_nxt {
+            tp.snd_nxt = nxt;
+        }
         tp.snd_cwnd = s.cwnd.min(tp.snd_cwnd_clamp);
         tp.snd_ssthresh = s.ssthresh.unwrap_or(TCP_INFINITE_SSTHRESH);
         tp.snd_cwnd_cnt = s.snd_cwnd_cnt & tp.cwnd_cnt_mask;
@@ -128,6 +170,9 @@ impl KernelCc {
         if let Some(srtt) = s.srtt_us {
             tp.srtt_us = srtt;
             tp.update_pacing_rate(self.profile.pacing_ss_ratio, self.profile.pacing_ca_ratio);
+        }
+        if let Some(rate) = s.pacing_rate {
+            tp.pacing = PacingInputs::given(rate);
         }
         let _ = self.drain_events().count();
         Ok(())

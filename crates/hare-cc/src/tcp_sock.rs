@@ -185,6 +185,7 @@ impl TcpSock {
             segs: self.snd_cwnd.max(self.packets_out),
             srtt_us: self.srtt_us,
             ratio,
+            given: 0,
         };
     }
 
@@ -215,14 +216,25 @@ pub struct PacingInputs {
     pub srtt_us: u32,
     /// The ratio in percent (`pacing_ss_ratio` or `pacing_ca_ratio`).
     pub ratio: u32,
+    /// A rate given as it is (bytes per second, [`PacingInputs::given`]), read while no
+    /// `tcp_update_pacing_rate()` has run since (`srtt_us` and `segs` 0).
+    pub(crate) given: u64,
 }
 
 impl PacingInputs {
+    /// A captured `sk_pacing_rate` of `rate` bytes per second, until the next update.
+    pub fn given(rate: u64) -> Self {
+        PacingInputs {
+            given: rate,
+            ..PacingInputs::default()
+        }
+    }
+
     /// `rate = mss * (USEC_PER_SEC / 100) << 3 * ratio * segs / srtt_us`, 0 before any update.
     fn rate(&self) -> u64 {
         const SCALE: u64 = (1_000_000 / 100) << 3;
         if self.srtt_us == 0 && self.segs == 0 {
-            return 0;
+            return self.given;
         }
         let srtt = u64::from(self.srtt_us.max(1));
         // u64 when it fits; u128 only for products beyond 2^64 (huge windows).

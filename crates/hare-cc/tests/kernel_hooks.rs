@@ -181,3 +181,48 @@ fn the_first_data_ack_reads_the_pacing_rate_the_handshake_left() {
     assert_eq!(cc.pacing_rate(), 300_000);
     assert_eq!(cc.hystart_ack_delay_us(), 1000);
 }
+
+#[test]
+fn start_state_sets_sequence_numbers_pacing_rate_and_clamp() {
+    let p = profile("linux-6", &[]);
+    let mut cc = KernelCc::new(Algorithm::Cubic, &p, true, 1448);
+    let start = StartState {
+        cwnd: 500,
+        snd_una: Some(1_000),
+        snd_nxt: Some(1_300),
+        // 64 KiB * 4 s / 1 GB/s = 262 us (hystart_ack_delay(), 5.6+).
+        pacing_rate: Some(1_000_000_000),
+        cwnd_clamp: Some(400),
+        ..StartState::default()
+    };
+    cc.start_from(&start).expect("valid");
+    let tp = cc.tcp_sock();
+    assert_eq!((tp.snd_una, tp.snd_nxt), (1_000, 1_300));
+    assert_eq!((cc.cwnd(), tp.snd_cwnd_clamp), (400, 400));
+    assert_eq!(cc.pacing_rate(), 1_000_000_000);
+    assert_eq!(cc.hystart_ack_delay_us(), 262);
+    // The next ACK's tcp_update_pacing_rate() replaces the captured rate.
+    cc.on_ack(&AckEvent {
+        now_us: 10_000,
+        packets: 1,
+        acked_pkts: 1,
+        rtt_us: Some(10_000),
+        largest_acked: Some(1_000),
+        packets_in_flight: 299,
+        ..AckEvent::default()
+    });
+    assert_ne!(cc.pacing_rate(), 1_000_000_000);
+
+    let bad = StartState {
+        snd_una: Some(10),
+        snd_nxt: Some(5),
+        ..StartState::default()
+    };
+    assert_eq!(
+        cc.start_from(&bad),
+        Err(StartError::UnaAfterNxt {
+            snd_una: 10,
+            snd_nxt: 5
+        })
+    );
+}
