@@ -2,11 +2,12 @@
 //! or Reno with its private state, dispatched by a `match` rather than a trait object. Above
 //! the modules and [`crate::ops`] (the hooks they implement), below the engine and driver.
 
-use crate::bic::Bic;
-use crate::cubic::{Cubic, CubicSlowStart};
+use crate::bic::{Bic, BicGrowth};
+use crate::cubic::{Cubic, CubicGrowth};
 use crate::ops::{AckSample, CaEvent, CongAvoidArgs, CongestionOps, OpsCtx};
 use crate::profile::Profile;
 use crate::reno::Reno;
+use crate::slow_start::SlowStart;
 use crate::tcp_sock::{CaState, TcpSock};
 
 /// The connection's algorithm module and its private state (`inet_csk_ca(sk)`).
@@ -32,7 +33,7 @@ macro_rules! each_module {
 
 impl CcModule {
     /// The slow-start state CUBIC owns (BIC / Reno: only under a named non-kernel strategy).
-    pub fn slow_start_state(&self) -> Option<&CubicSlowStart> {
+    pub fn slow_start_state(&self) -> Option<&SlowStart> {
         match self {
             CcModule::Cubic(c) => Some(&c.ss),
             CcModule::Bic(b) => b.named_slow_start.as_ref(),
@@ -78,31 +79,37 @@ impl CcModule {
 /// of the whole state (168 bytes) on every ACK was a `memcpy` call, the largest part of that
 /// save's cost.
 ///
-/// - CUBIC: the words `bictcp_update()` writes (`cnt`, `last_cwnd`, `last_time`,
-///   `bic_origin_point`, `bic_K`, `epoch_start`, `ack_cnt`, `tcp_cwnd`, the guard count) and
-///   `delay_min`, which 2.6.20 - 2.6.22 measure in `cong_avoid`; its slow-start state (HyStart's
-///   round reset of 2.6.29 - 5.15 and HyStart++ run in `cong_avoid`) only in slow start, the
-///   only state in which `cong_avoid` touches it.
-/// - BIC: the words its `bictcp_update()` writes (`cnt`, `last_cwnd`, `last_time`,
-///   `epoch_start`) and a named slow start's state, if any.
+/// - CUBIC: [`CubicGrowth`] (the words `bictcp_update()` writes and `delay_min`, which
+///   2.6.20 - 2.6.22 measure in `cong_avoid`); its slow-start state (HyStart's round reset of
+///   2.6.29 - 5.15 and HyStart++ run in `cong_avoid`) only in slow start, the only state in
+///   which `cong_avoid` touches it.
+/// - BIC: [`BicGrowth`] and a named slow start's state, if any.
 /// - Reno: a named slow start's state, if any.
 ///
 /// Debug builds also keep the whole module and check after every restore that the two agree.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ModuleGrowth {
-    words: [u32; 10],
+    words: GrowthWords,
     /// The slow-start state, when `ss_saved`.
-    ss: Option<CubicSlowStart>,
+    ss: Option<SlowStart>,
     /// Whether `ss` belongs to this save: CUBIC in congestion avoidance leaves `ss` as it was
     /// (writing `None` there stored the whole `Option`, 21 instructions per ACK frame).
     ss_saved: bool,
+}
+
+/// The module's own words of a [`ModuleGrowth`].
+#[derive(Debug, Clone, Copy)]
+enum GrowthWords {
+    Cubic(CubicGrowth),
+    Bic(BicGrowth),
+    Reno,
 }
 
 impl ModuleGrowth {
     /// An empty save.
     pub(crate) fn new() -> Self {
         ModuleGrowth {
-            words: [0; 10],
+            words: GrowthWords::Reno,
             ss: None,
             ss_saved: false,
         }
@@ -116,59 +123,41 @@ impl CcModule {
     pub(crate) fn save_growth(&self, slot: &mut ModuleGrowth, in_slow_start: bool) {
         match self {
             CcModule::Cubic(c) => {
-                slot.words = [
-                    c.cnt,
-                    c.last_cwnd,
-                    c.last_time,
-                    c.bic_origin_point,
-                    c.bic_k,
-                    c.epoch_start,
-                    c.ack_cnt,
-                    c.tcp_cwnd,
-                    c.guards,
-                    c.ss.delay_min,
-                ];
+                slot.words = GrowthWords::Cubic(c.growth());
                 slot.ss_saved = in_slow_start;
                 if in_slow_start {
                     slot.ss = Some(c.ss);
                 }
             }
             CcModule::Bic(b) => {
-                slot.words[..4].copy_from_slice(&[b.cnt, b.last_cwnd, b.last_time, b.epoch_start]);
+                slot.words = GrowthWords::Bic(b.growth());
                 slot.ss = b.named_slow_start;
                 slot.ss_saved = true;
             }
             CcModule::Reno(r) => {
+                slot.words = GrowthWords::Reno;
                 slot.ss = r.named_slow_start;
                 slot.ss_saved = true;
             }
         }
     }
 
-    /// Put back what [`CcModule::save_growth`] saved.
+    /// Put back what [`CcModule::save_growth`] saved (a save of another module is ignored:
+    /// the module never changes within a connection).
     pub(crate) fn restore_growth(&mut self, slot: &ModuleGrowth) {
-        match self {
-            CcModule::Cubic(c) => {
-                let w = slot.words;
-                [c.cnt, c.last_cwnd, c.last_time, c.bic_origin_point, c.bic_k] =
-                    [w[0], w[1], w[2], w[3], w[4]];
-                [
-                    c.epoch_start,
-                    c.ack_cnt,
-                    c.tcp_cwnd,
-                    c.guards,
-                    c.ss.delay_min,
-                ] = [w[5], w[6], w[7], w[8], w[9]];
+        match (self, slot.words) {
+            (CcModule::Cubic(c), GrowthWords::Cubic(g)) => {
+                c.set_growth(g);
                 if let (true, Some(ss)) = (slot.ss_saved, slot.ss) {
                     c.ss = ss;
                 }
             }
-            CcModule::Bic(b) => {
-                let w = slot.words;
-                [b.cnt, b.last_cwnd, b.last_time, b.epoch_start] = [w[0], w[1], w[2], w[3]];
+            (CcModule::Bic(b), GrowthWords::Bic(g)) => {
+                b.set_growth(g);
                 b.named_slow_start = slot.ss;
             }
-            CcModule::Reno(r) => r.named_slow_start = slot.ss,
+            (CcModule::Reno(r), GrowthWords::Reno) => r.named_slow_start = slot.ss,
+            _ => {}
         }
     }
 }

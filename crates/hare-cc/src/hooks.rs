@@ -34,15 +34,14 @@ use thiserror::Error;
 // are private).
 pub use crate::bic::Bic;
 pub use crate::clock::KernelClock;
-pub use crate::cubic::delay::DelayRules;
-pub use crate::cubic::hystart::{HyStart, HyStartInput};
-pub use crate::cubic::hystart_pp::{HyStartPp, PpTransition};
-pub use crate::cubic::{Cubic, CubicSlowStart};
+pub use crate::cubic::Cubic;
 pub use crate::engine::{AckEvent, CcModule, KernelCc, LossSignal};
 pub use crate::reno::Reno;
+pub use crate::slow_start::delay::DelayRules;
+pub use crate::slow_start::hystart::{HyStart, HyStartInput};
+pub use crate::slow_start::hystart_pp::{HyStartPp, PpTransition};
+pub use crate::slow_start::SlowStart;
 pub use crate::tcp_sock::{CaState, PacingInputs, TcpSock, TCP_INFINITE_SSTHRESH};
-
-use crate::ops::{CaEvent, CongestionOps};
 
 /// A state to start the model from. Fields left `None` keep what `init` gave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,111 +122,4 @@ pub enum StartError {
         /// The requested (or kept) `snd_nxt`.
         snd_nxt: u64,
     },
-}
-
-impl KernelCc {
-    /// Put the model in `s` (see [`StartState`]); the event log and any pending ACK are
-    /// cleared.
-    pub fn start_from(&mut self, s: &StartState) -> Result<(), StartError> {
-        if s.cwnd == 0 {
-            return Err(StartError::ZeroCwnd);
-        }
-        let snd_una = s.snd_una.unwrap_or(self.tp.snd_una);
-        let snd_nxt = s.snd_nxt.unwrap_or(self.tp.snd_nxt.max(snd_una));
-        if snd_una > snd_nxt {
-            return Err(StartError::UnaAfterNxt { snd_una, snd_nxt });
-        }
-        if let Some(m) = &s.module {
-            if !m.same_algorithm(&self.module) {
-                return Err(StartError::AlgorithmMismatch {
-                    expected: self.algorithm.as_str(),
-                });
-            }
-            self.module = *m;
-        }
-        self.before_growth.close();
-        let tp = &mut self.tp;
-        if let Some(clamp) = s.cwnd_clamp {
-            tp.snd_cwnd_clamp = clamp.max(1);
-        }
-        if let Some(una) = s.snd_una {
-            tp.snd_una = una;
-            tp.snd_nxt = tp.snd_nxt.max(una);
-        }
-        if let Some(nxt) = s.snd_nxt {
-            tp.snd_nxt = nxt;
-        }
-        tp.snd_cwnd = s.cwnd.min(tp.snd_cwnd_clamp);
-        tp.snd_ssthresh = s.ssthresh.unwrap_or(TCP_INFINITE_SSTHRESH);
-        tp.snd_cwnd_cnt = s.snd_cwnd_cnt & tp.cwnd_cnt_mask;
-        tp.ca_state = s.ca_state;
-        // An episode or a Disorder hold started here: undo still possible, a hold lasting
-        // until something sent from now on is acknowledged.
-        tp.undo_marker = s.ca_state != CaState::Open;
-        tp.high_seq = tp.snd_nxt;
-        tp.is_cwnd_limited = s.cwnd_limited;
-        tp.max_packets_out = if s.cwnd_limited { tp.snd_cwnd } else { 0 };
-        if let Some(srtt) = s.srtt_us {
-            tp.srtt_us = srtt;
-            tp.update_pacing_rate(self.profile.pacing_ss_ratio, self.profile.pacing_ca_ratio);
-        }
-        if let Some(rate) = s.pacing_rate {
-            tp.pacing = PacingInputs::given(rate);
-        }
-        let _ = self.drain_events().count();
-        Ok(())
-    }
-
-    /// `pkts_acked` alone (the `delayed_ack` EWMA in Open; CUBIC's delay sample into
-    /// `delay_min` and HyStart), with `ack.acked_pkts` packets (at least 1) and `ack.rtt_us`.
-    pub fn hook_pkts_acked(&mut self, ack: &AckEvent) {
-        self.t_us = ack.now_us;
-        self.before_growth.close();
-        let now_j = self.clock.jiffies(ack.now_us);
-        self.pkts_acked(ack, now_j);
-    }
-
-    /// `cong_avoid` alone: the era's cwnd-limited test (old rules:
-    /// [`AckEvent::prior_in_flight`]), slow start, the growth function and the AI
-    /// step, with `ack.acked_pkts` as `acked`. 2.6.20 - 2.6.22 take their timestamp delay
-    /// sample here, from the echoed timestamp's RTT: `ack.seq_rtt_us` (the oldest acknowledged
-    /// packet's, which a delayed ACK echoes), else `ack.rtt_us`; not on a dubious ACK (the
-    /// state is not Open, or `ack.loss` is set).
-    pub fn hook_cong_avoid(&mut self, ack: &AckEvent) {
-        self.t_us = ack.now_us;
-        self.before_growth.close();
-        let now_j = self.clock.jiffies(ack.now_us);
-        let prior_in_flight = ack.prior_in_flight();
-        self.cong_avoid(ack, now_j, prior_in_flight);
-    }
-
-    /// The algorithm's `ssthresh` op (it also ends the epoch and records `last_max_cwnd` /
-    /// `loss_cwnd`, as the kernel's does); cwnd and `snd_ssthresh` are not changed.
-    pub fn hook_ssthresh(&mut self) -> u32 {
-        self.before_growth.close();
-        self.alg_ssthresh()
-    }
-
-    /// `cwnd_event(CA_EVENT_TX_START)` alone, as `tcp_event_data_sent()` raises it when data
-    /// is sent with nothing in flight, `idle_jiffies` after the last send (`tcp_jiffies32 -
-    /// tp->lsndtime`). CUBIC from 30927520dbae (2015, profile key `idle_restart`) moves
-    /// `epoch_start` by the idle time; the other modules ignore it. Whole sends are
-    /// [`KernelCc::on_sent`].
-    pub fn hook_cwnd_event_tx_start(&mut self, now_us: u64, idle_jiffies: i32) {
-        self.before_growth.close();
-        self.t_us = now_us;
-        self.run_hook(now_us, |m, ctx| {
-            m.cwnd_event(ctx, CaEvent::TxStart { idle_jiffies })
-        });
-    }
-
-    /// `tcp_set_ca_state()`: the module's `set_state` (CUBIC / BIC reset on `Loss`:
-    /// `bictcp_reset`, HyStart reset), then the new state, without the rest of
-    /// `tcp_enter_loss`.
-    pub fn hook_set_state(&mut self, now_us: u64, state: CaState) {
-        self.before_growth.close();
-        self.t_us = now_us;
-        self.run_hook(now_us, |m, ctx| m.set_state(ctx, state));
-        self.tp.ca_state = state;
-    }
 }

@@ -158,7 +158,7 @@ macro_rules! model_modules {
         )*
     };
 }
-model_modules!(adapter, bic, clock, cuberoot, cubic, factory, reno, tcp_cong, tcp_sock);
+model_modules!(adapter, bic, clock, cuberoot, cubic, factory, reno, slow_start, tcp_cong, tcp_sock);
 pub mod autotune;
 mod cc_module;
 mod driver;
@@ -175,7 +175,6 @@ pub mod profile_kinds;
 pub mod script;
 pub mod spec;
 mod stamps;
-mod view;
 
 pub use adapter::HareController;
 pub use events::{CcEvent, ExitReason, Phase, Snapshot};

@@ -3,10 +3,9 @@
 //! `tcp_cong_avoid_ai(tp, snd_cwnd)` (+1 per window of ACKs, or of packets from 2015);
 //! ssthresh is half the window. Reno has no `init`, `pkts_acked` or `set_state`; a spec that
 //! names `slow_start=hystart` (or `hystart++`) for Reno gets CUBIC's code for it
-//! ([`CubicSlowStart`]), a combination no kernel had.
+//! ([`SlowStart`]), a combination no kernel had.
 
-use crate::bic::named_slow_start;
-use crate::cubic::CubicSlowStart;
+use crate::slow_start::SlowStart;
 use crate::ops::{AckSample, CaEvent, CongAvoidArgs, CongestionOps, OpsCtx};
 use crate::profile::{Algorithm, Profile};
 use crate::tcp_cong;
@@ -21,14 +20,14 @@ pub use crate::tcp_cong::{reno_ssthresh, reno_undo_cwnd};
 pub struct Reno {
     /// CUBIC's slow-start code, only when a spec names HyStart or HyStart++ for Reno
     /// (non-kernel).
-    pub named_slow_start: Option<CubicSlowStart>,
+    pub named_slow_start: Option<SlowStart>,
 }
 
 impl Reno {
     /// Reno for a profile (the named non-kernel slow start, if any).
     pub fn new(p: &Profile) -> Self {
         Reno {
-            named_slow_start: named_slow_start(p, Algorithm::Reno),
+            named_slow_start: SlowStart::named_for(p, Algorithm::Reno),
         }
     }
 }
@@ -79,7 +78,7 @@ impl CongestionOps for Reno {
 
     fn pkts_acked(&mut self, ctx: &mut OpsCtx<'_>, sample: &AckSample) {
         if let Some(ss) = &mut self.named_slow_start {
-            ss.pkts_acked(ctx, 0, sample.rtt_us);
+            ss.sample_acked(ctx, 0, sample.rtt_us);
         }
     }
 

@@ -7,10 +7,10 @@
 mod kernel_support;
 
 use hare_cc::clock::KernelClock;
-use hare_cc::cubic::delay::{delay_of, DelayRules};
 use hare_cc::cubic::{Cubic, CubicUpdate};
 use hare_cc::engine::{AckEvent, CcModule, KernelCc, LossSignal};
 use hare_cc::profile::{ClockKind, DelayBlackout, RttSample};
+use hare_cc::slow_start::delay::{delay_of, DelayRules};
 use hare_cc::tcp_cong;
 use hare_cc::tcp_sock::{CaState, TcpSock};
 use hare_cc::{Algorithm, CcEvent, ExitReason, Phase};

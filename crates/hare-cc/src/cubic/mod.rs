@@ -2,16 +2,11 @@
 //! function ([`update`]: `bictcp_update()`), `bictcp_recalc_ssthresh()`, `bictcp_acked()`
 //! (the `delayed_ack` EWMA, then the delay sample and HyStart of [`slow_start`]),
 //! `bictcp_cong_avoid()`, `bictcp_state()` / `bictcp_reset()`, the idle-restart
-//! `cwnd_event` and the undo rule of the era. `delay_min` and `epoch_start` are fields of
-//! [`Cubic`], as of the kernel's `struct bictcp`.
+//! `cwnd_event` and the undo rule of the era. `epoch_start` is a field of [`Cubic`];
+//! `delay_min` and HyStart's fields of the kernel's `struct bictcp` are in its
+//! [`SlowStart`] (the slow-start family, [`crate::slow_start`]).
 
-pub mod delay;
-pub mod hystart;
-pub mod hystart_pp;
-pub mod slow_start;
 pub mod update;
-
-pub use slow_start::{hystart_ack_delay_us, CubicSlowStart};
 // The growth constants and helpers by their short path (the crate's tests use them).
 #[cfg_attr(not(feature = "testing"), allow(unused_imports))]
 pub use update::{
@@ -20,6 +15,7 @@ pub use update::{
 };
 
 use crate::clock::{after32, KernelClock};
+use crate::slow_start::{self, SlowStart};
 use crate::ops::{AckSample, CaEvent, CongAvoidArgs, CongestionOps, OpsCtx};
 use crate::profile::{AiStep, Algorithm, DelayedAck, Profile, SlowStartKind, UndoRule};
 use crate::tcp_cong;
@@ -52,7 +48,7 @@ pub struct Cubic {
     /// `delayed_ack`: packets per ACK << 4 (EWMA), initially 2 << 4.
     pub delayed_ack: u32,
     /// `delay_min` and the slow-start exits (HyStart's fields of `struct bictcp`).
-    pub ss: CubicSlowStart,
+    pub ss: SlowStart,
     /// `beta_scale` computed at "module init" (construction).
     pub beta_scale: u32,
     /// `cube_rtt_scale`.
@@ -63,7 +59,61 @@ pub struct Cubic {
     pub guards: u32,
 }
 
+/// The words of [`Cubic`] that the growth step of one ACK (`bictcp_update()`, and the
+/// 2.6.20 - 2.6.22 delay sample of `cong_avoid`) can write: saved whole before it and put
+/// back whole when a loss quinn reports after the ACK frame rewinds that step (`driver.rs`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct CubicGrowth {
+    cnt: u32,
+    last_cwnd: u32,
+    last_time: u32,
+    bic_origin_point: u32,
+    bic_k: u32,
+    epoch_start: u32,
+    ack_cnt: u32,
+    tcp_cwnd: u32,
+    guards: u32,
+    delay_min: u32,
+}
+
 impl Cubic {
+    /// What the growth step can write (see [`CubicGrowth`]).
+    #[inline(always)]
+    pub(crate) fn growth(&self) -> CubicGrowth {
+        CubicGrowth {
+            cnt: self.cnt,
+            last_cwnd: self.last_cwnd,
+            last_time: self.last_time,
+            bic_origin_point: self.bic_origin_point,
+            bic_k: self.bic_k,
+            epoch_start: self.epoch_start,
+            ack_cnt: self.ack_cnt,
+            tcp_cwnd: self.tcp_cwnd,
+            guards: self.guards,
+            delay_min: self.ss.delay_min,
+        }
+    }
+
+    /// Put back a [`Cubic::growth`], every field by name.
+    pub(crate) fn set_growth(&mut self, g: CubicGrowth) {
+        let CubicGrowth {
+            cnt,
+            last_cwnd,
+            last_time,
+            bic_origin_point,
+            bic_k,
+            epoch_start,
+            ack_cnt,
+            tcp_cwnd,
+            guards,
+            delay_min,
+        } = g;
+        (self.cnt, self.last_cwnd, self.last_time) = (cnt, last_cwnd, last_time);
+        (self.bic_origin_point, self.bic_k) = (bic_origin_point, bic_k);
+        (self.epoch_start, self.ack_cnt, self.tcp_cwnd) = (epoch_start, ack_cnt, tcp_cwnd);
+        (self.guards, self.ss.delay_min) = (guards, delay_min);
+    }
+
     /// `bictcp_init()`'s state for a profile (constants computed as at module init), with the
     /// profile's slow-start strategy for CUBIC.
     pub fn new(p: &Profile) -> Self {
@@ -80,7 +130,7 @@ impl Cubic {
             ack_cnt: 0,
             tcp_cwnd: 0,
             delayed_ack: 2 << ACK_RATIO_SHIFT,
-            ss: CubicSlowStart::new(p, p.slow_start_for(Algorithm::Cubic), &clock),
+            ss: SlowStart::new(p, p.slow_start_for(Algorithm::Cubic), &clock),
             beta_scale: beta_scale(p.beta),
             cube_rtt_scale: cube_rtt_scale(p.bic_scale),
             cube_factor: cube_factor(p.bic_scale),
@@ -94,7 +144,7 @@ impl Cubic {
     }
 
     /// `bictcp_reset()` on entering `TCP_CA_Loss`: the growth state, `epoch_start`,
-    /// `delay_min` and HyStart's `found` (the caller's `CubicSlowStart::on_loss_state`).
+    /// `delay_min` and HyStart's `found` (the caller's `SlowStart::on_loss_state`).
     /// `loss_cwnd` is part of the reset up to 2.6.39; from 3.x (when undo started to use it)
     /// it is cleared only at init.
     pub fn reset_on_loss(&mut self, p: &Profile) {
@@ -162,11 +212,7 @@ impl Cubic {
 
 impl CongestionOps for Cubic {
     fn init(&mut self, ctx: &mut OpsCtx<'_>) {
-        // `initial_ssthresh` is honoured only while HyStart is off (ae27e98a5152).
-        let p = ctx.profile;
-        if p.initial_ssthresh != 0 && self.ss.kind != SlowStartKind::HyStart {
-            ctx.tp.snd_ssthresh = p.initial_ssthresh;
-        }
+        slow_start::initial_ssthresh(ctx, self.ss.kind == SlowStartKind::HyStart);
     }
 
     fn ssthresh(&mut self, ctx: &mut OpsCtx<'_>) -> u32 {
@@ -237,7 +283,7 @@ impl CongestionOps for Cubic {
         if ctx.tp.ca_state == CaState::Open && p.delayed_ack != DelayedAck::Off {
             self.ack_ratio_sample(sample.pkts, p.delayed_ack);
         }
-        self.ss.pkts_acked(ctx, self.epoch_start, sample.rtt_us);
+        self.ss.sample_acked(ctx, self.epoch_start, sample.rtt_us);
     }
 
     fn undo_cwnd(&self, tp: &TcpSock, profile: &Profile) -> u32 {

@@ -9,7 +9,7 @@
 
 use crate::clock::KernelClock;
 use crate::cuberoot::{cube_root_newton, cube_root_table};
-use crate::cubic::delay::delay_min_jiffies;
+use crate::slow_start::delay::delay_min_jiffies;
 use crate::cubic::Cubic;
 use crate::profile::{
     ClockKind, CubeRootKind, CubicPreLossCap, CubicTime, DelayedAck, MinCntClamp, PreLossKey,

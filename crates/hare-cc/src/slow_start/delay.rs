@@ -2,7 +2,7 @@
 //! (2.6.20 - 2.6.22) takes from one ACK, the 1 s blackout after an epoch start, and the
 //! units of `delay_min` per era (jiffies << 3, ms << 3, us).
 //!
-//! `delay_min` lives in CUBIC's `struct bictcp` ([`crate::cubic::CubicSlowStart`]); the
+//! `delay_min` lives in CUBIC's `struct bictcp` ([`crate::slow_start::SlowStart`]); the
 //! blackout reads the module's `epoch_start`.
 
 use crate::clock::{jiffies_to_usecs, usecs_to_jiffies, KernelClock, USEC_PER_SEC};

@@ -4,9 +4,9 @@
 //!
 //! Rounds are packet-number windows: a round starts with `end_seq = snd_nxt` and ends when
 //! `snd_una` (largest acknowledged + 1) passes it. `delay_min` is CUBIC's, kept
-//! beside this state in [`crate::cubic::CubicSlowStart`].
+//! beside this state in [`crate::slow_start::SlowStart`].
 
-use crate::cubic::delay::delay_ticks;
+use crate::slow_start::delay::delay_ticks;
 use crate::events::ExitReason;
 use crate::profile::{ClockKind, CurrRttRule, Profile, TrainCompare, TrainThreshold};
 
