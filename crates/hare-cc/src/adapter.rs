@@ -286,9 +286,8 @@ impl HareController {
         s
     }
 
-    /// The kernel model itself (read-only), for exact-value inspection. A test seam: only
-    /// with the `testing` feature, not part of the stable API.
-    #[cfg(feature = "testing")]
+    /// The kernel model behind this controller (read-only): its socket fields, the
+    /// algorithm's state and the clock, in the kernel's units ([`KernelCc`]).
     pub fn kernel(&self) -> &KernelCc {
         &self.cc
     }
@@ -398,17 +397,16 @@ impl HareController {
     }
 
     /// A segment size change waiting for its ACK frame to complete (see the module docs,
-    /// "MTU changes"). A test seam: only with the `testing` feature.
-    #[cfg(feature = "testing")]
+    /// "MTU changes"), in bytes.
     pub fn pending_mss(&self) -> Option<u32> {
         self.pending_mss
     }
 
-    /// The per-packet part of `on_ack` without quinn's `RttEstimator` (which the adapter does
-    /// not use and which cannot be built outside quinn-proto): the seam the event-sequence
-    /// driver (`script`) and the fuzz target use. Only with the `testing` feature, not part
-    /// of the stable API.
-    #[cfg(feature = "testing")]
+    /// quinn's per-packet `on_ack` without its `RttEstimator` (which the adapter does not
+    /// read and which cannot be built outside quinn-proto): `bytes` of a packet sent at `sent`
+    /// acknowledged at `now`. For programs that drive the controller without a quinn
+    /// connection (event-sequence tests, fuzzing, simulators): call it once per packet of an
+    /// ACK frame, then `Controller::on_end_acks`, as quinn does.
     pub fn on_packet_acked(&mut self, now: Instant, sent: Instant, bytes: u64) {
         self.packet_acked(now, sent, bytes);
     }
@@ -724,7 +722,9 @@ mod tests {
     #[test]
     fn div_ceil_by_the_reciprocal_is_div_ceil() {
         let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-        for d in [1u32, 2, 3, 7, 1200, 1201, 1350, 1452, 1500, 8999, 9000, 65_527] {
+        for d in [
+            1u32, 2, 3, 7, 1200, 1201, 1350, 1452, 1500, 8999, 9000, 65_527,
+        ] {
             let r = reciprocal(d);
             let edges = [0u64, 1, 2, u64::from(d) - 1, u64::from(d), u64::from(d) + 1];
             for n in edges.into_iter().chain([(1 << 48) - 1, 1 << 48, u64::MAX]) {

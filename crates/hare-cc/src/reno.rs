@@ -5,14 +5,14 @@
 //! names `slow_start=hystart` (or `hystart++`) for Reno gets CUBIC's code for it
 //! ([`SlowStart`]), a combination no kernel had.
 
-use crate::slow_start::SlowStart;
 use crate::ops::{AckSample, CaEvent, CongAvoidArgs, CongestionOps, OpsCtx};
 use crate::profile::{Algorithm, Profile};
+use crate::slow_start::SlowStart;
 use crate::tcp_cong;
 use crate::tcp_sock::{CaState, TcpSock};
 
 // `tcp_reno_ssthresh` / `tcp_reno_undo_cwnd` by Reno's path (the crate's tests use them).
-#[cfg_attr(not(feature = "testing"), allow(unused_imports))]
+#[allow(unused_imports)]
 pub use crate::tcp_cong::{reno_ssthresh, reno_undo_cwnd};
 
 /// Reno: no private state in the kernel.

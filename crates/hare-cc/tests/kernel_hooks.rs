@@ -1,10 +1,10 @@
 //! The hook-by-hook API from a chosen state (`hare_cc::hooks`): what a differential test
 //! against the kernel sources drives.
 
-use hare_cc::cubic::Cubic;
 use hare_cc::engine::{AckEvent, CcModule, KernelCc};
+use hare_cc::hooks::CaState;
+use hare_cc::hooks::Cubic;
 use hare_cc::hooks::{StartError, StartState};
-use hare_cc::tcp_sock::CaState;
 use hare_cc::{Algorithm, Profile};
 
 fn profile(name: &str, kv: &[(&str, &str)]) -> Profile {

@@ -10,7 +10,7 @@ use kernel_support::{profile, Manual};
 
 const MS: u64 = 1000;
 
-fn cubic_state(cc: &KernelCc) -> &hare_cc::cubic::Cubic {
+fn cubic_state(cc: &KernelCc) -> &hare_cc::hooks::Cubic {
     match cc.module() {
         CcModule::Cubic(c) => c,
         other => panic!("not cubic: {other:?}"),

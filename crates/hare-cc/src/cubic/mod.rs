@@ -8,16 +8,16 @@
 
 pub mod update;
 // The growth constants and helpers by their short path (the crate's tests use them).
-#[cfg_attr(not(feature = "testing"), allow(unused_imports))]
+#[allow(unused_imports)]
 pub use update::{
     beta_scale, cube_factor, cube_rtt_scale, cubic_delta, CubicUpdate, ACK_RATIO_LIMIT,
     ACK_RATIO_SHIFT, BICTCP_BETA_SCALE, BICTCP_HZ,
 };
 
 use crate::clock::{after32, KernelClock};
-use crate::slow_start::{self, SlowStart};
 use crate::ops::{AckSample, CaEvent, CongAvoidArgs, CongestionOps, OpsCtx};
 use crate::profile::{AiStep, Algorithm, DelayedAck, Profile, SlowStartKind, UndoRule};
+use crate::slow_start::{self, SlowStart};
 use crate::tcp_cong;
 use crate::tcp_sock::{CaState, TcpSock};
 

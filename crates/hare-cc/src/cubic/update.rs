@@ -9,12 +9,12 @@
 
 use crate::clock::KernelClock;
 use crate::cuberoot::{cube_root_newton, cube_root_table};
-use crate::slow_start::delay::delay_min_jiffies;
 use crate::cubic::Cubic;
 use crate::profile::{
     ClockKind, CubeRootKind, CubicPreLossCap, CubicTime, DelayedAck, MinCntClamp, PreLossKey,
     Profile,
 };
+use crate::slow_start::delay::delay_min_jiffies;
 
 /// `BICTCP_BETA_SCALE`.
 pub const BICTCP_BETA_SCALE: u32 = 1024;
@@ -85,10 +85,10 @@ impl Cubic {
         }
     }
 
-    /// `bictcp_update()` alone, for this crate's exact-value tests (`testing` feature only;
-    /// the model calls it from `cong_avoid`).
-    #[cfg(feature = "testing")]
-    pub fn bictcp_update(&mut self, u: &CubicUpdate<'_>) {
+    /// `bictcp_update()` alone, for this crate's exact-value unit tests (the model calls it
+    /// from `cong_avoid`).
+    #[cfg(test)]
+    pub(crate) fn bictcp_update(&mut self, u: &CubicUpdate<'_>) {
         self.update(u);
     }
 

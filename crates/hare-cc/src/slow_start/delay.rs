@@ -34,7 +34,7 @@ pub fn in_blackout(epoch_start: u32, rules: &DelayRules, clock: &KernelClock, no
 
 /// One RTT sample (`now - sent` of the newest acknowledged packet) as the era's delay value,
 /// `None` when the era would not produce a sample. Does not apply the blackout.
-#[cfg_attr(not(feature = "testing"), allow(dead_code))]
+#[cfg_attr(not(test), allow(dead_code))]
 #[inline(always)]
 pub fn delay_of(rules: &DelayRules, clock: &KernelClock, now_us: u64, rtt_us: u64) -> Option<u32> {
     delay_at(rules, clock, now_us, clock.jiffies(now_us), rtt_us)

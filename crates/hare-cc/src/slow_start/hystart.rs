@@ -6,9 +6,9 @@
 //! `snd_una` (largest acknowledged + 1) passes it. `delay_min` is CUBIC's, kept
 //! beside this state in [`crate::slow_start::SlowStart`].
 
-use crate::slow_start::delay::delay_ticks;
 use crate::events::ExitReason;
 use crate::profile::{ClockKind, CurrRttRule, Profile, TrainCompare, TrainThreshold};
+use crate::slow_start::delay::delay_ticks;
 
 /// `HYSTART_ACK_TRAIN`.
 pub const HYSTART_ACK_TRAIN: u32 = 0x1;

@@ -20,11 +20,11 @@ use crate::clock::KernelClock;
 use crate::events::{ExitReason, TRACE_TARGET};
 use crate::ops::{CssChange, OpsCtx, SsExit};
 use crate::profile::{Algorithm, ClockKind, Profile, RoundReset, RttSample, SlowStartKind};
+use crate::tcp_cong;
+use crate::tcp_sock::TcpSock;
 use delay::{delay_at, in_blackout, DelayRules};
 use hystart::{HyStart, HyStartInput};
 use hystart_pp::{HyStartPp, PpTransition};
-use crate::tcp_cong;
-use crate::tcp_sock::TcpSock;
 
 /// `delay_min`, HyStart's round state and HyStart++'s, and the strategy in force.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
