@@ -21,24 +21,35 @@ pub const ACK_RATIO_SHIFT: u32 = 4;
 /// One connection's `struct bictcp` (BIC).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bic {
+    pub(crate) cnt: u32,
+    pub(crate) last_max_cwnd: u32,
+    pub(crate) loss_cwnd: u32,
+    pub(crate) last_cwnd: u32,
+    pub(crate) last_time: u32,
+    pub(crate) epoch_start: u32,
+    pub(crate) delayed_ack: u32,
+    pub(crate) named_slow_start: Option<SlowStart>,
+}
+
+crate::accessors!(Bic {
     /// `cnt`: ACKs per +1 cwnd.
-    pub cnt: u32,
+    cnt = cnt: u32, set_cnt;
     /// `last_max_cwnd`.
-    pub last_max_cwnd: u32,
+    last_max_cwnd = last_max_cwnd: u32, set_last_max_cwnd;
     /// `loss_cwnd`.
-    pub loss_cwnd: u32,
+    loss_cwnd = loss_cwnd: u32, set_loss_cwnd;
     /// `last_cwnd`.
-    pub last_cwnd: u32,
+    last_cwnd = last_cwnd: u32, set_last_cwnd;
     /// `last_time` (jiffies).
-    pub last_time: u32,
+    last_time = last_time: u32, set_last_time;
     /// `epoch_start` (jiffies; 0 = none).
-    pub epoch_start: u32,
+    epoch_start = epoch_start: u32, set_epoch_start;
     /// `delayed_ack` (packets per ACK << 4), a u32 in every era of `tcp_bic.c`.
-    pub delayed_ack: u32,
+    delayed_ack = delayed_ack: u32, set_delayed_ack;
     /// CUBIC's slow-start code, only when a spec names HyStart or HyStart++ for BIC
     /// (non-kernel).
-    pub named_slow_start: Option<SlowStart>,
-}
+    named_slow_start = named_slow_start: Option<SlowStart>;
+});
 
 impl Default for Bic {
     fn default() -> Self {
@@ -101,7 +112,7 @@ impl Bic {
     /// reset clears `loss_cwnd` too; from the 3.x undo fix (`undo = loss-cwnd`, 4.4's
     /// `bictcp_reset` has no `loss_cwnd` line, `bictcp_init` clears it) it survives the
     /// reset, so an undo after an RTO can still restore the window.
-    pub fn reset(&mut self, undo: UndoRule) {
+    pub(crate) fn reset(&mut self, undo: UndoRule) {
         let loss_cwnd = self.loss_cwnd;
         let named = self.named_slow_start;
         *self = Bic::default();
@@ -112,7 +123,7 @@ impl Bic {
     }
 
     /// `bictcp_acked()`: `delayed_ack += cnt - delayed_ack / 16` (u32, state Open only).
-    pub fn ack_ratio_sample(&mut self, cnt: u32) {
+    pub(crate) fn ack_ratio_sample(&mut self, cnt: u32) {
         self.delayed_ack = self
             .delayed_ack
             .wrapping_add(cnt.wrapping_sub(self.delayed_ack >> ACK_RATIO_SHIFT));
@@ -120,7 +131,7 @@ impl Bic {
 
     /// `bictcp_update(ca, cwnd)`: the binary-search `cnt`. Returns true when the kernel would
     /// have divided by a zero `delayed_ack` (hare leaves `cnt` unscaled).
-    pub fn update(&mut self, cwnd: u32, now_jiffies: u32, hz: u32, p: &Profile) -> bool {
+    pub(crate) fn update(&mut self, cwnd: u32, now_jiffies: u32, hz: u32, p: &Profile) -> bool {
         if self.last_cwnd == cwnd
             && (now_jiffies.wrapping_sub(self.last_time) as i32) <= (hz / 32) as i32
         {
@@ -188,7 +199,7 @@ impl Bic {
 
     /// `bictcp_recalc_ssthresh()`: fast convergence with BIC's beta, Reno halving at or
     /// below `low_window`.
-    pub fn recalc_ssthresh(&mut self, cwnd: u32, p: &Profile) -> u32 {
+    pub(crate) fn recalc_ssthresh(&mut self, cwnd: u32, p: &Profile) -> u32 {
         self.epoch_start = 0; // end of epoch
         self.last_max_cwnd = if cwnd < self.last_max_cwnd && p.fast_convergence {
             cwnd.wrapping_mul(BICTCP_BETA_SCALE + p.bic_beta) / (2 * BICTCP_BETA_SCALE)

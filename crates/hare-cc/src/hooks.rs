@@ -31,17 +31,17 @@
 use thiserror::Error;
 
 // The types a start state and the model's read-back are made of (the modules that define them
-// are private).
+// are private). Their fields are the crate's: outside it they are built with their
+// constructors and read and set through getters and setters.
 pub use crate::bic::Bic;
 pub use crate::clock::KernelClock;
 pub use crate::cubic::Cubic;
 pub use crate::engine::{AckEvent, CcModule, KernelCc, LossSignal};
 pub use crate::reno::Reno;
-pub use crate::slow_start::delay::DelayRules;
-pub use crate::slow_start::hystart::{HyStart, HyStartInput};
-pub use crate::slow_start::hystart_pp::{HyStartPp, PpTransition};
+pub use crate::slow_start::hystart::HyStart;
+pub use crate::slow_start::hystart_pp::HyStartPp;
 pub use crate::slow_start::SlowStart;
-pub use crate::tcp_sock::{CaState, PacingInputs, TcpSock, TCP_INFINITE_SSTHRESH};
+pub use crate::tcp_sock::{CaState, TcpSock, TCP_INFINITE_SSTHRESH};
 
 /// A state to start the model from. Fields left `None` keep what `init` gave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -146,6 +146,30 @@
 // (`engine`) and its hook-by-hook API (`hooks`). The crate's tests use this same crate: the
 // ones that reach into private modules are unit tests (`src/tests`).
 
+/// Public getters (and, where named, setters) for a model type whose fields stay private to
+/// the crate: `getter = field: Type[, setter];`, each with the doc comment given.
+macro_rules! accessors {
+    ($ty:ident { $( $(#[$meta:meta])* $get:ident = $field:ident : $t:ty $(, $set:ident)? ; )* }) => {
+        impl $ty {
+            $(
+                $(#[$meta])*
+                #[inline]
+                pub fn $get(&self) -> $t {
+                    self.$field
+                }
+                $(
+                    #[doc = concat!("Set [`", stringify!($ty), "::", stringify!($get), "`].")]
+                    #[inline]
+                    pub fn $set(&mut self, value: $t) {
+                        self.$field = value;
+                    }
+                )?
+            )*
+        }
+    };
+}
+pub(crate) use accessors;
+
 mod ack;
 mod adapter;
 pub mod autotune;

@@ -18,10 +18,14 @@ pub use crate::tcp_cong::{reno_ssthresh, reno_undo_cwnd};
 /// Reno: no private state in the kernel.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Reno {
+    pub(crate) named_slow_start: Option<SlowStart>,
+}
+
+crate::accessors!(Reno {
     /// CUBIC's slow-start code, only when a spec names HyStart or HyStart++ for Reno
     /// (non-kernel).
-    pub named_slow_start: Option<SlowStart>,
-}
+    named_slow_start = named_slow_start: Option<SlowStart>;
+});
 
 impl Reno {
     /// Reno for a profile (the named non-kernel slow start, if any).

@@ -24,40 +24,59 @@ use crate::tcp_sock::{CaState, TcpSock};
 /// One connection's `struct bictcp` (CUBIC).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cubic {
+    pub(crate) cnt: u32,
+    pub(crate) last_max_cwnd: u32,
+    pub(crate) loss_cwnd: u32,
+    pub(crate) last_cwnd: u32,
+    pub(crate) last_time: u32,
+    pub(crate) bic_origin_point: u32,
+    pub(crate) bic_k: u32,
+    pub(crate) epoch_start: u32,
+    pub(crate) ack_cnt: u32,
+    pub(crate) tcp_cwnd: u32,
+    pub(crate) delayed_ack: u32,
+    pub(crate) ss: SlowStart,
+    pub(crate) beta_scale: u32,
+    pub(crate) cube_rtt_scale: u32,
+    pub(crate) cube_factor: u64,
+    pub(crate) guards: u32,
+}
+
+crate::accessors!(Cubic {
     /// `cnt`: ACKs (old eras) or packets (modern) per +1 cwnd.
-    pub cnt: u32,
+    cnt = cnt: u32, set_cnt;
     /// `last_max_cwnd` (W_max).
-    pub last_max_cwnd: u32,
+    last_max_cwnd = last_max_cwnd: u32, set_last_max_cwnd;
     /// `loss_cwnd`: cwnd at the last loss.
-    pub loss_cwnd: u32,
+    loss_cwnd = loss_cwnd: u32, set_loss_cwnd;
     /// `last_cwnd`: cwnd when `cnt` was last computed.
-    pub last_cwnd: u32,
+    last_cwnd = last_cwnd: u32, set_last_cwnd;
     /// `last_time`: jiffies when `cnt` was last computed.
-    pub last_time: u32,
+    last_time = last_time: u32, set_last_time;
     /// `bic_origin_point`.
-    pub bic_origin_point: u32,
+    bic_origin_point = bic_origin_point: u32, set_bic_origin_point;
     /// `bic_K` in 1/1024 s.
-    pub bic_k: u32,
+    bic_k = bic_k: u32, set_bic_k;
     /// `epoch_start`: jiffies at the start of the current growth epoch; 0 = none (the
     /// kernel's convention, ambiguous when the jiffies counter itself reads 0).
-    pub epoch_start: u32,
+    epoch_start = epoch_start: u32, set_epoch_start;
     /// `ack_cnt`: ACKs (or packets) in this epoch, for the Reno estimate.
-    pub ack_cnt: u32,
+    ack_cnt = ack_cnt: u32, set_ack_cnt;
     /// `tcp_cwnd`: the Reno-equivalent window.
-    pub tcp_cwnd: u32,
+    tcp_cwnd = tcp_cwnd: u32, set_tcp_cwnd;
     /// `delayed_ack`: packets per ACK << 4 (EWMA), initially 2 << 4.
-    pub delayed_ack: u32,
+    delayed_ack = delayed_ack: u32, set_delayed_ack;
     /// `delay_min` and the slow-start exits (HyStart's fields of `struct bictcp`).
-    pub ss: SlowStart,
+    slow_start = ss: SlowStart;
     /// `beta_scale` computed at "module init" (construction).
-    pub beta_scale: u32,
+    beta_scale = beta_scale: u32;
     /// `cube_rtt_scale`.
-    pub cube_rtt_scale: u32,
+    cube_rtt_scale = cube_rtt_scale: u32;
     /// `cube_factor`.
-    pub cube_factor: u64,
+    cube_factor = cube_factor: u64;
     /// Times a kernel overflow / divide-by-zero / endless loop was replaced by a defined path.
-    pub guards: u32,
-}
+    guards = guards: u32;
+});
 
 /// The words of [`Cubic`] that the growth step of one ACK (`bictcp_update()`, and the
 /// 2.6.20 - 2.6.22 delay sample of `cong_avoid`) can write: saved whole before it and put
@@ -143,11 +162,21 @@ impl Cubic {
         self.ss.delay_min
     }
 
+    /// Set `delay_min` (the era's unit: jiffies << 3, ms << 3 or us).
+    pub fn set_delay_min(&mut self, delay_min: u32) {
+        self.ss.delay_min = delay_min;
+    }
+
+    /// The slow-start state to change in place (HyStart's round: [`SlowStart::hystart_mut`]).
+    pub fn slow_start_mut(&mut self) -> &mut SlowStart {
+        &mut self.ss
+    }
+
     /// `bictcp_reset()` on entering `TCP_CA_Loss`: the growth state, `epoch_start`,
     /// `delay_min` and HyStart's `found` (the caller's `SlowStart::on_loss_state`).
     /// `loss_cwnd` is part of the reset up to 2.6.39; from 3.x (when undo started to use it)
     /// it is cleared only at init.
-    pub fn reset_on_loss(&mut self, p: &Profile) {
+    pub(crate) fn reset_on_loss(&mut self, p: &Profile) {
         let loss_cwnd = self.loss_cwnd;
         let guards = self.guards;
         let ss = self.ss;
@@ -161,7 +190,7 @@ impl Cubic {
 
     /// `bictcp_acked()`'s EWMA: `delayed_ack += cnt - delayed_ack / 16` (state Open only,
     /// checked by the caller), in the width of the era.
-    pub fn ack_ratio_sample(&mut self, cnt: u32, kind: DelayedAck) {
+    pub(crate) fn ack_ratio_sample(&mut self, cnt: u32, kind: DelayedAck) {
         match kind {
             DelayedAck::Off => {}
             DelayedAck::U32 => {
@@ -189,7 +218,7 @@ impl Cubic {
 
     /// `bictcp_recalc_ssthresh()`: end the epoch, set W_max (fast convergence), remember
     /// `loss_cwnd`, return `max(cwnd * beta / 1024, 2)`.
-    pub fn recalc_ssthresh(&mut self, cwnd: u32, p: &Profile) -> u32 {
+    pub(crate) fn recalc_ssthresh(&mut self, cwnd: u32, p: &Profile) -> u32 {
         self.epoch_start = 0; // end of epoch
         self.last_max_cwnd = if cwnd < self.last_max_cwnd && p.fast_convergence {
             cwnd.wrapping_mul(BICTCP_BETA_SCALE + p.beta) / (2 * BICTCP_BETA_SCALE)

@@ -71,7 +71,7 @@ pub struct CubicUpdate<'a> {
 
 impl Cubic {
     /// K for `last_max - cwnd` with the era's cube root: `cubic_root(cube_factor * diff)`.
-    pub fn compute_k(&mut self, diff: u32, kind: CubeRootKind) -> u32 {
+    pub(crate) fn compute_k(&mut self, diff: u32, kind: CubeRootKind) -> u32 {
         let a = self.cube_factor.wrapping_mul(u64::from(diff));
         match kind {
             CubeRootKind::Newton => {

@@ -29,17 +29,23 @@ use hystart_pp::{HyStartPp, PpTransition};
 /// `delay_min`, HyStart's round state and HyStart++'s, and the strategy in force.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SlowStart {
-    /// The slow-start strategy in force (HyStart++ becomes `standard` after an RTO).
-    pub kind: SlowStartKind,
-    /// How this era takes delay samples.
-    pub rules: DelayRules,
-    /// `delay_min`: jiffies << 3, ms << 3 or us (see [`ClockKind`]); 0 = no sample yet.
-    pub delay_min: u32,
-    /// Kernel HyStart's fields of `struct bictcp`.
-    pub hystart: HyStart,
-    /// HyStart++'s state (named, non-kernel).
-    pub hspp: HyStartPp,
+    pub(crate) kind: SlowStartKind,
+    pub(crate) rules: DelayRules,
+    pub(crate) delay_min: u32,
+    pub(crate) hystart: HyStart,
+    pub(crate) hspp: HyStartPp,
 }
+
+crate::accessors!(SlowStart {
+    /// The slow-start strategy in force (HyStart++ becomes `standard` after an RTO).
+    kind = kind: SlowStartKind;
+    /// `delay_min`: jiffies << 3, ms << 3 or us (see [`ClockKind`]); 0 = no sample yet.
+    delay_min = delay_min: u32, set_delay_min;
+    /// Kernel HyStart's fields of `struct bictcp`.
+    hystart = hystart: HyStart;
+    /// HyStart++'s state (named, non-kernel).
+    hystart_pp = hspp: HyStartPp;
+});
 
 /// The HyStart clock of the era (jiffies, ms or us) at `now_us`.
 pub fn hystart_clock(p: &Profile, clock: &KernelClock, now_us: u64) -> u32 {
@@ -86,6 +92,12 @@ impl SlowStart {
             hystart,
             hspp: HyStartPp::new(0),
         }
+    }
+
+    /// Kernel HyStart's fields to change in place (`found`, `round_start`, `end_seq`,
+    /// `last_ack`, `curr_rtt`, `sample_cnt`: [`HyStart`]'s setters).
+    pub fn hystart_mut(&mut self) -> &mut HyStart {
+        &mut self.hystart
     }
 
     /// In HyStart++'s Conservative Slow Start.
@@ -303,7 +315,7 @@ impl SlowStart {
     }
 
     /// A window reduction ends HyStart++'s Conservative Slow Start.
-    pub fn on_reduction(&mut self) {
+    pub(crate) fn on_reduction(&mut self) {
         self.hspp.in_css = false;
     }
 }
