@@ -146,8 +146,8 @@ impl Cubic {
     #[inline(always)]
     fn epoch_time(&self, p: &Profile, now: u32, dmin_j: u32, hz: u32) -> u64 {
         match p.cubic_t {
-            // 4.1+: `t = (s32)(tcp_jiffies32 - epoch_start); t += delay; t <<= 10; t /= HZ`
-            // on a u64 (the 2015 stretch-ACK series).
+            // 4.1+: t is a u64, `((s32)(tcp_jiffies32 - epoch_start) + delay) << 10`, then
+            // divided by HZ (the 2015 stretch-ACK series).
             CubicTime::S64 => {
                 let elapsed = now.wrapping_sub(self.epoch_start) as i32 as i64 as u64;
                 (elapsed.wrapping_add(u64::from(dmin_j)) << BICTCP_HZ) / u64::from(hz)
