@@ -78,6 +78,7 @@ use crate::events::{CcEvent, Snapshot};
 use crate::observer::{ControllerId, Observer, Tap};
 use crate::profile::{Algorithm, Profile};
 use crate::stamps::Stamps;
+use crate::tcp_sock::CaState;
 
 /// Extra byte added to `window()` so that quinn's `>=` send test admits `cwnd` full packets.
 const SEND_TEST_SLACK: u64 = 1;
@@ -87,10 +88,19 @@ const SEND_TEST_SLACK: u64 = 1;
 pub const UNPACED_OPEN_WINDOW: u64 = 1 << 40;
 
 /// Packet numbers at or above this are past any handshake space: no space starts after them.
+/// A QUIC handshake's Initial and Handshake spaces carry a handful of packets each (a
+/// ClientHello; the server's flight, whose certificate chain of a few kilobytes fills a few
+/// 1200-byte datagrams; acknowledgements; probe retransmissions). The bound only has to
+/// exceed any handshake space, with room for many retransmissions: too low, and a slow
+/// handshake's space would be taken as data; too high costs nothing but a longer watch for
+/// a space start, which no data packet (numbered on from the 1-RTT space's 0) can fake.
 const HANDSHAKE_MAX_PACKETS: u64 = 64;
 
 /// ACK frames after which, with no space start seen, the connection is taken as established
-/// from its first packet (a handshake has a few ACK frames).
+/// from its first packet. A handshake acknowledges each flight of each of its two spaces
+/// once or twice, more under probe retransmissions, before the 1-RTT space starts: 16
+/// leaves room for those, while a caller that drives the callbacks from packet 0 without a
+/// handshake (tests, simulators) stops being watched after 16 ACK frames.
 const HANDSHAKE_MAX_FRAMES: u32 = 16;
 
 /// What the adapter has seen of QUIC's handshake (module docs, "Handshake").
@@ -183,6 +193,8 @@ pub struct HareController {
     /// The controller's clock: `Instant`s as microseconds since the origin, and RTT samples
     /// (`stamps.rs`).
     stamps: Stamps,
+    /// The model's segment size (`cc.mss()`, equal at every step: both change together in
+    /// `change_mss`), kept here beside its reciprocal, which the model has no use for.
     mss: u32,
     /// `ceil(2^64 / mss)`: bytes in flight become packets by a multiplication (on every
     /// send and ACK frame) instead of a division; see [`div_ceil_by`].
@@ -194,8 +206,10 @@ pub struct HareController {
     /// Bytes in flight: quinn's figure from the last `on_end_acks`, plus sends since.
     in_flight: u64,
     /// `now` of the congestion event that started the current (or last) recovery episode.
+    /// quinn's loss events name the send time of the newest lost packet, not an episode: a
+    /// later event for a packet sent before this belongs to the episode already answered.
+    /// The model keeps `high_seq` in packet numbers, which quinn does not give here.
     recovery_start: Option<Instant>,
-    in_recovery: bool,
     /// `now` of the last `on_end_acks` while its frame may still report a loss (quinn calls
     /// `on_congestion_event` after the acks of the frame that revealed it).
     open_frame: Option<Instant>,
@@ -215,7 +229,7 @@ impl std::fmt::Debug for HareController {
             .field("ssthresh", &self.cc.ssthresh())
             .field("mss", &self.mss)
             .field("in_flight", &self.in_flight)
-            .field("in_recovery", &self.in_recovery)
+            .field("in_recovery", &self.in_recovery())
             .field("id", &self.id())
             .finish_non_exhaustive()
     }
@@ -246,7 +260,6 @@ impl HareController {
             ack_carry: 0,
             in_flight: 0,
             recovery_start: None,
-            in_recovery: false,
             open_frame: None,
             pending_mss: None,
             unpaced: false,
@@ -333,9 +346,13 @@ impl HareController {
         self.packets_in_flight(self.in_flight) < self.cc.cwnd()
     }
 
-    /// True between a window reduction and the first acknowledgement of a packet sent after it.
+    /// True between a window reduction and the first acknowledgement of a packet sent after it:
+    /// the model's Recovery (or the folded CWR) and Loss states.
     pub fn in_recovery(&self) -> bool {
-        self.in_recovery
+        matches!(
+            self.cc.tcp_sock().ca_state(),
+            CaState::Recovery | CaState::Loss
+        )
     }
 
     /// The kernel's pacing-rate estimate in bytes per second, the kernel's own unit: the
@@ -373,7 +390,6 @@ impl HareController {
         self.cc.establish(now_us);
         self.ack_carry = 0;
         self.recovery_start = None;
-        self.in_recovery = false;
         self.after_decision(false);
     }
 
@@ -426,12 +442,11 @@ impl HareController {
         } else if sent < self.frame.oldest_sent {
             self.frame.oldest_sent = sent;
         }
+        let ends_recovery = self.in_recovery() && self.recovery_start.is_some_and(|r| sent > r);
         let f = &mut self.frame;
         f.packets = f.packets.saturating_add(1);
         f.bytes = f.bytes.saturating_add(bytes);
-        if self.in_recovery && self.recovery_start.is_some_and(|r| sent > r) {
-            f.ends_recovery = true;
-        }
+        f.ends_recovery |= ends_recovery;
     }
 
     /// Microseconds since the origin, never less than the last value; also becomes the "last
@@ -593,9 +608,6 @@ impl Controller for HareController {
         if self.handshake.is_handshake_ack(frame.newest_sent) {
             return;
         }
-        if frame.ends_recovery {
-            self.in_recovery = false;
-        }
         let mss = u64::from(self.mss);
         let acked_pkts = if self.ack_carry == 0 && frame.bytes == u64::from(frame.packets) * mss {
             // Full-size packets only (bulk transfer): no division needed.
@@ -650,7 +662,6 @@ impl Controller for HareController {
         if let Some(signal) = signal {
             self.cc.amend_last_ack(now_us, signal);
             self.recovery_start = Some(now);
-            self.in_recovery = true;
             self.after_decision(false);
         }
         // The frame's loss report is in its ACK: an MTU change quinn reported before it
