@@ -8,8 +8,8 @@
 //! Loss, held until the episode's `high_seq` is acknowledged. See `docs/KERNEL-NOTES.md`,
 //! "One ACK".
 
-use crate::ack::{AckEvent, LossSignal};
 use crate::engine::KernelCc;
+use crate::engine::{AckEvent, LossSignal};
 use crate::events::{CcEvent, ExitReason, TRACE_TARGET};
 use crate::hooks::{StartError, StartState};
 use crate::ops::{AckSample, CaEvent, CongAvoidArgs, CongestionOps, HookOut};

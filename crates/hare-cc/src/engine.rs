@@ -5,12 +5,16 @@
 //! (`now_us`), sequence numbers are QUIC packet numbers (the analogue of `snd_nxt` /
 //! `snd_una`; the model's `snd_una` is "largest acknowledged + 1").
 //!
-//! Following one ACK reads like the kernel: [`KernelCc::on_ack`] (`driver.rs`, the era's
-//! `tcp_ack()`) calls the module's hooks (the crate's `CongestionOps` trait on [`CcModule`]: `cubic`,
-//! `bic`, `reno`), which call the shared steps of `tcp_cong.rs` (the kernel's `tcp_cong.c`).
-//! HyStart and HyStart++ are CUBIC's ([`crate::hooks::SlowStart`]); BIC and Reno run them only when a spec names
-//! them (`Profile::slow_start_for`). This file builds the model, runs a hook with its
-//! context and turns what the hook decided into events; `view.rs` reads the state.
+//! This file is the connection: [`KernelCc`] with its `tcp_sock` ([`TcpSock`], `tcp_sock.rs`)
+//! and its algorithm module ([`CcModule`]: `cubic`, `bic` or `reno`, each implementing the
+//! crate's `CongestionOps`, the kernel's `struct tcp_congestion_ops`), the ACK record the
+//! driver takes ([`AckEvent`]) and the state saved before an ACK's growth step. It builds the
+//! model, runs a hook with its context, turns what the hook decided into events, and reads
+//! the state. `driver.rs` is the era's `tcp_ack()` and the other inputs (sends, losses, MSS
+//! changes, the hook-by-hook entry points of [`crate::hooks`]); the modules call the shared
+//! steps of `tcp_cong.rs` (the kernel's `tcp_cong.c`) and the slow-start family of
+//! `slow_start/` (HyStart and HyStart++ are CUBIC's; BIC and Reno run them only when a spec
+//! names them, `Profile::slow_start_for`).
 //!
 //! Deviations from TCP, by necessity of QUIC/quinn (documented in `PROFILES.md`): no undo
 //! (quinn 0.11 has no spurious-loss callback; [`KernelCc::undo_cwnd`] still computes the era's
@@ -18,14 +22,11 @@
 //! kernel's CWR state is folded into Recovery), no SACK scoreboard (Disorder only as 2.6.x
 //! holds it after an episode, not for reordering), no RFC 2861 idle/app-limited decay.
 
-use crate::ack::PendingGrowth;
-pub use crate::ack::{AckEvent, LossSignal};
-use crate::bic::Bic;
-pub use crate::cc_module::CcModule;
+use crate::bic::{Bic, BicGrowth};
 use crate::clock::KernelClock;
-use crate::cubic::Cubic;
+use crate::cubic::{Cubic, CubicGrowth};
 use crate::events::{CcEvent, ExitReason, Phase, Snapshot};
-use crate::ops::{CongestionOps, HookOut, OpsCtx};
+use crate::ops::{AckSample, CaEvent, CongAvoidArgs, CongestionOps, HookOut, OpsCtx};
 use crate::profile::{Algorithm, Profile, SlowStartKind, UndoRule};
 use crate::reno::Reno;
 use crate::slow_start::delay::delay_to_us;
@@ -35,6 +36,325 @@ use crate::slow_start::{hystart_ack_delay_us, SlowStart};
 use crate::tcp_sock::{CaState, TcpSock, TCP_INFINITE_SSTHRESH};
 
 pub use crate::events::TRACE_TARGET;
+
+// --- The connection's algorithm module (`inet_csk_ca(sk)` with its `icsk_ca_ops`) ---
+
+/// The connection's algorithm module and its private state (`inet_csk_ca(sk)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CcModule {
+    /// `tcp_cubic.c`.
+    Cubic(Cubic),
+    /// `tcp_bic.c`.
+    Bic(Bic),
+    /// `tcp_cong.c` Reno.
+    Reno(Reno),
+}
+
+macro_rules! each_module {
+    ($self:expr, $m:ident => $body:expr) => {
+        match $self {
+            CcModule::Cubic($m) => $body,
+            CcModule::Bic($m) => $body,
+            CcModule::Reno($m) => $body,
+        }
+    };
+}
+
+impl CcModule {
+    /// The slow-start state CUBIC owns (BIC / Reno: only under a named non-kernel strategy).
+    pub fn slow_start_state(&self) -> Option<&SlowStart> {
+        match self {
+            CcModule::Cubic(c) => Some(&c.ss),
+            CcModule::Bic(b) => b.named_slow_start.as_ref(),
+            CcModule::Reno(r) => r.named_slow_start.as_ref(),
+        }
+    }
+
+    /// `epoch_start` (CUBIC, BIC; 0 = none and always for Reno).
+    pub fn epoch_start(&self) -> u32 {
+        match self {
+            CcModule::Cubic(c) => c.epoch_start,
+            CcModule::Bic(b) => b.epoch_start,
+            CcModule::Reno(_) => 0,
+        }
+    }
+
+    /// `(last_max_cwnd, bic_K, bic_origin_point, cnt)` for snapshots (Reno's cnt is cwnd).
+    pub(crate) fn growth_view(&self, cwnd: u32) -> (u32, u32, u32, u32) {
+        match self {
+            CcModule::Cubic(c) => (c.last_max_cwnd, c.bic_k, c.bic_origin_point, c.cnt),
+            CcModule::Bic(b) => (b.last_max_cwnd, 0, 0, b.cnt),
+            CcModule::Reno(_) => (0, 0, 0, cwnd),
+        }
+    }
+
+    /// Guards counted inside the module (CUBIC's).
+    pub(crate) fn own_guards(&self) -> u32 {
+        match self {
+            CcModule::Cubic(c) => c.guards,
+            _ => 0,
+        }
+    }
+
+    /// Same algorithm as `other`.
+    pub(crate) fn same_algorithm(&self, other: &CcModule) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+    }
+}
+
+/// What the rest of an ACK after `pkts_acked` (the growth step of `cong_avoid`) can write in
+/// the module, saved before it so that a loss quinn reports after the frame's acks can be put
+/// where the era's `tcp_ack()` has it (`driver.rs`). Only these, not the whole module: a copy
+/// of the whole state (168 bytes) on every ACK was a `memcpy` call, the largest part of that
+/// save's cost.
+///
+/// - CUBIC: [`CubicGrowth`] (the words `bictcp_update()` writes and `delay_min`, which
+///   2.6.20 - 2.6.22 measure in `cong_avoid`); its slow-start state (HyStart's round reset of
+///   2.6.29 - 5.15 and HyStart++ run in `cong_avoid`) only in slow start, the only state in
+///   which `cong_avoid` touches it.
+/// - BIC: [`BicGrowth`] and a named slow start's state, if any.
+/// - Reno: a named slow start's state, if any.
+///
+/// Debug builds also keep the whole module and check after every restore that the two agree.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ModuleGrowth {
+    words: GrowthWords,
+    /// The slow-start state, when `ss_saved`.
+    ss: Option<SlowStart>,
+    /// Whether `ss` belongs to this save: CUBIC in congestion avoidance leaves `ss` as it was
+    /// (writing `None` there stored the whole `Option`, 21 instructions per ACK frame).
+    ss_saved: bool,
+}
+
+/// The module's own words of a [`ModuleGrowth`].
+#[derive(Debug, Clone, Copy)]
+enum GrowthWords {
+    Cubic(CubicGrowth),
+    Bic(BicGrowth),
+    Reno,
+}
+
+impl ModuleGrowth {
+    /// An empty save.
+    pub(crate) fn new() -> Self {
+        ModuleGrowth {
+            words: GrowthWords::Reno,
+            ss: None,
+            ss_saved: false,
+        }
+    }
+}
+
+impl CcModule {
+    /// Save what the growth step can write into `slot`; `in_slow_start` is the socket's state
+    /// before it.
+    #[inline(always)]
+    pub(crate) fn save_growth(&self, slot: &mut ModuleGrowth, in_slow_start: bool) {
+        match self {
+            CcModule::Cubic(c) => {
+                slot.words = GrowthWords::Cubic(c.growth());
+                slot.ss_saved = in_slow_start;
+                if in_slow_start {
+                    slot.ss = Some(c.ss);
+                }
+            }
+            CcModule::Bic(b) => {
+                slot.words = GrowthWords::Bic(b.growth());
+                slot.ss = b.named_slow_start;
+                slot.ss_saved = true;
+            }
+            CcModule::Reno(r) => {
+                slot.words = GrowthWords::Reno;
+                slot.ss = r.named_slow_start;
+                slot.ss_saved = true;
+            }
+        }
+    }
+
+    /// Put back what [`CcModule::save_growth`] saved (a save of another module is ignored:
+    /// the module never changes within a connection).
+    pub(crate) fn restore_growth(&mut self, slot: &ModuleGrowth) {
+        match (self, slot.words) {
+            (CcModule::Cubic(c), GrowthWords::Cubic(g)) => {
+                c.set_growth(g);
+                if let (true, Some(ss)) = (slot.ss_saved, slot.ss) {
+                    c.ss = ss;
+                }
+            }
+            (CcModule::Bic(b), GrowthWords::Bic(g)) => {
+                b.set_growth(g);
+                b.named_slow_start = slot.ss;
+            }
+            (CcModule::Reno(r), GrowthWords::Reno) => r.named_slow_start = slot.ss,
+            _ => {}
+        }
+    }
+}
+
+impl CongestionOps for CcModule {
+    #[inline]
+    fn init(&mut self, ctx: &mut OpsCtx<'_>) {
+        each_module!(self, m => m.init(ctx))
+    }
+    #[inline]
+    fn ssthresh(&mut self, ctx: &mut OpsCtx<'_>) -> u32 {
+        each_module!(self, m => m.ssthresh(ctx))
+    }
+    #[inline(always)]
+    fn cong_avoid(&mut self, ctx: &mut OpsCtx<'_>, args: &CongAvoidArgs) {
+        each_module!(self, m => m.cong_avoid(ctx, args))
+    }
+    #[inline]
+    fn set_state(&mut self, ctx: &mut OpsCtx<'_>, new_state: CaState) {
+        each_module!(self, m => m.set_state(ctx, new_state))
+    }
+    #[inline]
+    fn cwnd_event(&mut self, ctx: &mut OpsCtx<'_>, event: CaEvent) {
+        each_module!(self, m => m.cwnd_event(ctx, event))
+    }
+    #[inline(always)]
+    fn pkts_acked(&mut self, ctx: &mut OpsCtx<'_>, sample: &AckSample) {
+        each_module!(self, m => m.pkts_acked(ctx, sample))
+    }
+    #[inline]
+    fn undo_cwnd(&self, tp: &TcpSock, profile: &Profile) -> u32 {
+        each_module!(self, m => CongestionOps::undo_cwnd(m, tp, profile))
+    }
+}
+
+// --- One ACK and the state saved before its growth step ---
+
+/// One ACK (in QUIC: one ACK frame, i.e. one `on_end_acks` batch) as the kernel sees it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AckEvent {
+    /// Microseconds since the controller was built.
+    pub now_us: u64,
+    /// Newly acknowledged ack-eliciting packets (any: `FLAG_DATA_ACKED`). The kernel counts
+    /// packets, so an ACK of less than one segment of bytes still runs `pkts_acked` (with
+    /// its RTT sample) and `cong_avoid`. 0 is treated as `acked_pkts`.
+    pub packets: u32,
+    /// Segments newly acknowledged (bytes / MSS with the adapter's carry): the `acked` of
+    /// `cong_avoid` and (at least 1) the count of `pkts_acked`.
+    pub acked_pkts: u32,
+    /// RTT of the most recently sent newly acked packet in microseconds (the kernel's
+    /// `ca_rtt_us`, given to `pkts_acked`), `None` when there is none.
+    pub rtt_us: Option<u64>,
+    /// RTT of the oldest newly acked packet (the kernel's `seq_rtt_us`, fed to
+    /// `tcp_rtt_estimator`); `None` = use `rtt_us`.
+    pub seq_rtt_us: Option<u64>,
+    /// Largest packet number acknowledged (the `snd_una` analogue for HyStart rounds).
+    pub largest_acked: Option<u64>,
+    /// Packets still in flight after this ACK (`packets_out`).
+    pub packets_in_flight: u32,
+    /// The ACK covers the current Recovery / Loss episode's `high_seq` (a packet sent after
+    /// the episode began is acknowledged): `tcp_fastretrans_alert` leaves the state.
+    pub ends_episode: bool,
+    /// The loss reaction this ACK triggers (quinn reports it after the frame's acks).
+    pub loss: Option<LossSignal>,
+}
+
+impl AckEvent {
+    /// Packets in flight before this ACK, `tcp_ack()`'s `prior_in_flight`
+    /// (`tcp_packets_in_flight()` taken before `tcp_clean_rtx_queue()`): those still in flight
+    /// plus the packets the ACK took out of flight. The kernel counts packets, so a packet of
+    /// less than one segment of bytes (the first 1-RTT datagram, which shares its datagram
+    /// with the handshake's last packets) counts as one here, as it did in flight.
+    pub fn prior_in_flight(&self) -> u32 {
+        self.packets_in_flight
+            .saturating_add(self.packets.max(self.acked_pkts))
+    }
+}
+
+/// What an ACK (or a timer) reveals about congestion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LossSignal {
+    /// A packet loss: `tcp_enter_recovery` (`ssthresh()`, `TCP_CA_Recovery`).
+    Loss,
+    /// An ECN-CE echo: `tcp_enter_cwr` (folded into Recovery; quinn has no separate state).
+    Ecn,
+    /// A retransmission timeout (quinn: persistent congestion): `tcp_enter_loss`.
+    Rto,
+}
+
+/// The state the growth step of one ACK may change, saved before it so that a loss quinn
+/// reports after the frame can be put where the era's `tcp_ack()` has it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BeforeGrowth {
+    pub(crate) ack: AckEvent,
+    pub(crate) now_j: u32,
+    pub(crate) prior_in_flight: u32,
+    pub(crate) tp: TcpSock,
+    /// What the growth step can write in the module.
+    pub(crate) module: ModuleGrowth,
+    /// The whole module, to check [`ModuleGrowth`] against (debug builds).
+    #[cfg(debug_assertions)]
+    pub(crate) whole_module: CcModule,
+    pub(crate) ss_exited: bool,
+    pub(crate) exit: (Option<ExitReason>, Option<u32>, Option<u64>),
+    pub(crate) guards: u32,
+    /// Events recorded before the growth step (those after it may be replaced).
+    pub(crate) events: usize,
+}
+
+/// The last ACK's [`BeforeGrowth`] while a loss of the same frame may still amend that ACK.
+///
+/// One slot, written field by field on every ACK: a fresh `Option<BeforeGrowth>` built per
+/// ACK went through a stack temporary and a `memcpy` call of the whole struct.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PendingGrowth {
+    open: bool,
+    saved: BeforeGrowth,
+}
+
+impl PendingGrowth {
+    /// No ACK pending; `tp` and `module` only fill the slot.
+    pub(crate) fn new(tp: TcpSock, module: CcModule) -> Self {
+        // Only the debug builds' check keeps a whole module.
+        #[cfg(not(debug_assertions))]
+        let _ = module;
+        PendingGrowth {
+            open: false,
+            saved: BeforeGrowth {
+                ack: AckEvent::default(),
+                now_j: 0,
+                prior_in_flight: 0,
+                tp,
+                module: ModuleGrowth::new(),
+                #[cfg(debug_assertions)]
+                whole_module: module,
+                ss_exited: false,
+                exit: (None, None, None),
+                guards: 0,
+                events: 0,
+            },
+        }
+    }
+
+    /// The pending ACK is complete: nothing can amend it any more.
+    #[inline]
+    pub(crate) fn close(&mut self) {
+        self.open = false;
+    }
+
+    /// Open the slot for a new ACK and give its state to fill in (every field).
+    #[inline]
+    pub(crate) fn open(&mut self) -> &mut BeforeGrowth {
+        self.open = true;
+        &mut self.saved
+    }
+
+    /// The pending ACK's saved state, closing the slot.
+    pub(crate) fn take(&mut self) -> Option<BeforeGrowth> {
+        std::mem::replace(&mut self.open, false).then_some(self.saved)
+    }
+
+    /// Events recorded before the pending ACK's growth step (`None` without one).
+    pub(crate) fn events_mut(&mut self) -> Option<&mut usize> {
+        self.open.then_some(&mut self.saved.events)
+    }
+}
+
+// --- The model ---
 
 /// The kernel model of one connection's congestion control.
 #[derive(Debug, Clone)]

@@ -60,7 +60,7 @@ pub struct StartState {
     pub cwnd_limited: bool,
     /// The algorithm module's state (`struct bictcp` of CUBIC or BIC, with `epoch_start` in
     /// jiffies of [`KernelCc::clock`]; CUBIC's `delay_min` and HyStart round state are in
-    /// [`crate::cubic::Cubic::ss`]); must match the algorithm.
+    /// [`Cubic::slow_start`]); must match the algorithm.
     pub module: Option<CcModule>,
     /// `tp->srtt_us`: the smoothed RTT in the kernel's scaling (8 times microseconds).
     /// `None` keeps the model's (0 before any RTT sample) and its pacing rate. With a value,

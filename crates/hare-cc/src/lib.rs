@@ -170,11 +170,9 @@ macro_rules! accessors {
 }
 pub(crate) use accessors;
 
-mod ack;
 mod adapter;
 pub mod autotune;
 mod bic;
-mod cc_module;
 mod clock;
 mod cuberoot;
 mod cubic;
