@@ -442,11 +442,12 @@ impl HareController {
         } else if sent < self.frame.oldest_sent {
             self.frame.oldest_sent = sent;
         }
-        let ends_recovery = self.in_recovery() && self.recovery_start.is_some_and(|r| sent > r);
+        if self.in_recovery() && self.recovery_start.is_some_and(|r| sent > r) {
+            self.frame.ends_recovery = true;
+        }
         let f = &mut self.frame;
         f.packets = f.packets.saturating_add(1);
         f.bytes = f.bytes.saturating_add(bytes);
-        f.ends_recovery |= ends_recovery;
     }
 
     /// Microseconds since the origin, never less than the last value; also becomes the "last
