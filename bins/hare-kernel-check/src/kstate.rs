@@ -112,6 +112,11 @@ pub fn sync(cc: &mut KernelCc, p: &Probe, seq: &Unwrap) -> Result<()> {
         cwnd_limited: p.is_cwnd_limited != 0,
         module: None,
         srtt_us: Some(p.srtt_us),
+        // Set below, per record, with the other socket fields.
+        snd_una: None,
+        snd_nxt: None,
+        pacing_rate: None,
+        cwnd_clamp: None,
     })
     .context("the model refused the kernel's state")?;
     cc.set_bictcp_state(&bictcp_of(p, seq))
@@ -134,6 +139,10 @@ pub fn set_window(cc: &mut KernelCc, cwnd: u32, ssthresh: u32, state: u8) -> Res
         cwnd_limited: true,
         module: None,
         srtt_us: None,
+        snd_una: None,
+        snd_nxt: None,
+        pacing_rate: None,
+        cwnd_clamp: None,
     })
     .context("the model refused a window")?;
     Ok(())

@@ -78,6 +78,7 @@ use crate::events::{CcEvent, Snapshot};
 use crate::observer::{ControllerId, Observer, Tap};
 use crate::profile::{Algorithm, Profile};
 use crate::stamps::Stamps;
+use crate::tcp_sock::CaState;
 
 /// Extra byte added to `window()` so that quinn's `>=` send test admits `cwnd` full packets.
 const SEND_TEST_SLACK: u64 = 1;
@@ -87,10 +88,19 @@ const SEND_TEST_SLACK: u64 = 1;
 pub const UNPACED_OPEN_WINDOW: u64 = 1 << 40;
 
 /// Packet numbers at or above this are past any handshake space: no space starts after them.
+/// A QUIC handshake's Initial and Handshake spaces carry a handful of packets each (a
+/// ClientHello; the server's flight, whose certificate chain of a few kilobytes fills a few
+/// 1200-byte datagrams; acknowledgements; probe retransmissions). The bound only has to
+/// exceed any handshake space, with room for many retransmissions: too low, and a slow
+/// handshake's space would be taken as data; too high costs nothing but a longer watch for
+/// a space start, which no data packet (numbered on from the 1-RTT space's 0) can fake.
 const HANDSHAKE_MAX_PACKETS: u64 = 64;
 
 /// ACK frames after which, with no space start seen, the connection is taken as established
-/// from its first packet (a handshake has a few ACK frames).
+/// from its first packet. A handshake acknowledges each flight of each of its two spaces
+/// once or twice, more under probe retransmissions, before the 1-RTT space starts: 16
+/// leaves room for those, while a caller that drives the callbacks from packet 0 without a
+/// handshake (tests, simulators) stops being watched after 16 ACK frames.
 const HANDSHAKE_MAX_FRAMES: u32 = 16;
 
 /// What the adapter has seen of QUIC's handshake (module docs, "Handshake").
@@ -183,6 +193,8 @@ pub struct HareController {
     /// The controller's clock: `Instant`s as microseconds since the origin, and RTT samples
     /// (`stamps.rs`).
     stamps: Stamps,
+    /// The model's segment size (`cc.mss()`, equal at every step: both change together in
+    /// `change_mss`), kept here beside its reciprocal, which the model has no use for.
     mss: u32,
     /// `ceil(2^64 / mss)`: bytes in flight become packets by a multiplication (on every
     /// send and ACK frame) instead of a division; see [`div_ceil_by`].
@@ -194,8 +206,10 @@ pub struct HareController {
     /// Bytes in flight: quinn's figure from the last `on_end_acks`, plus sends since.
     in_flight: u64,
     /// `now` of the congestion event that started the current (or last) recovery episode.
+    /// quinn's loss events name the send time of the newest lost packet, not an episode: a
+    /// later event for a packet sent before this belongs to the episode already answered.
+    /// The model keeps `high_seq` in packet numbers, which quinn does not give here.
     recovery_start: Option<Instant>,
-    in_recovery: bool,
     /// `now` of the last `on_end_acks` while its frame may still report a loss (quinn calls
     /// `on_congestion_event` after the acks of the frame that revealed it).
     open_frame: Option<Instant>,
@@ -215,7 +229,7 @@ impl std::fmt::Debug for HareController {
             .field("ssthresh", &self.cc.ssthresh())
             .field("mss", &self.mss)
             .field("in_flight", &self.in_flight)
-            .field("in_recovery", &self.in_recovery)
+            .field("in_recovery", &self.in_recovery())
             .field("id", &self.id())
             .finish_non_exhaustive()
     }
@@ -246,7 +260,6 @@ impl HareController {
             ack_carry: 0,
             in_flight: 0,
             recovery_start: None,
-            in_recovery: false,
             open_frame: None,
             pending_mss: None,
             unpaced: false,
@@ -286,9 +299,8 @@ impl HareController {
         s
     }
 
-    /// The kernel model itself (read-only), for exact-value inspection. A test seam: only
-    /// with the `testing` feature, not part of the stable API.
-    #[cfg(feature = "testing")]
+    /// The kernel model behind this controller (read-only): its socket fields, the
+    /// algorithm's state and the clock, in the kernel's units ([`KernelCc`]).
     pub fn kernel(&self) -> &KernelCc {
         &self.cc
     }
@@ -334,9 +346,13 @@ impl HareController {
         self.packets_in_flight(self.in_flight) < self.cc.cwnd()
     }
 
-    /// True between a window reduction and the first acknowledgement of a packet sent after it.
+    /// True between a window reduction and the first acknowledgement of a packet sent after it:
+    /// the model's Recovery (or the folded CWR) and Loss states.
     pub fn in_recovery(&self) -> bool {
-        self.in_recovery
+        matches!(
+            self.cc.tcp_sock().ca_state(),
+            CaState::Recovery | CaState::Loss
+        )
     }
 
     /// The kernel's pacing-rate estimate in bytes per second, the kernel's own unit: the
@@ -374,7 +390,6 @@ impl HareController {
         self.cc.establish(now_us);
         self.ack_carry = 0;
         self.recovery_start = None;
-        self.in_recovery = false;
         self.after_decision(false);
     }
 
@@ -398,17 +413,16 @@ impl HareController {
     }
 
     /// A segment size change waiting for its ACK frame to complete (see the module docs,
-    /// "MTU changes"). A test seam: only with the `testing` feature.
-    #[cfg(feature = "testing")]
+    /// "MTU changes"), in bytes.
     pub fn pending_mss(&self) -> Option<u32> {
         self.pending_mss
     }
 
-    /// The per-packet part of `on_ack` without quinn's `RttEstimator` (which the adapter does
-    /// not use and which cannot be built outside quinn-proto): the seam the event-sequence
-    /// driver (`script`) and the fuzz target use. Only with the `testing` feature, not part
-    /// of the stable API.
-    #[cfg(feature = "testing")]
+    /// quinn's per-packet `on_ack` without its `RttEstimator` (which the adapter does not
+    /// read and which cannot be built outside quinn-proto): `bytes` of a packet sent at `sent`
+    /// acknowledged at `now`. For programs that drive the controller without a quinn
+    /// connection (event-sequence tests, fuzzing, simulators): call it once per packet of an
+    /// ACK frame, then `Controller::on_end_acks`, as quinn does.
     pub fn on_packet_acked(&mut self, now: Instant, sent: Instant, bytes: u64) {
         self.packet_acked(now, sent, bytes);
     }
@@ -428,12 +442,12 @@ impl HareController {
         } else if sent < self.frame.oldest_sent {
             self.frame.oldest_sent = sent;
         }
+        if self.in_recovery() && self.recovery_start.is_some_and(|r| sent > r) {
+            self.frame.ends_recovery = true;
+        }
         let f = &mut self.frame;
         f.packets = f.packets.saturating_add(1);
         f.bytes = f.bytes.saturating_add(bytes);
-        if self.in_recovery && self.recovery_start.is_some_and(|r| sent > r) {
-            f.ends_recovery = true;
-        }
     }
 
     /// Microseconds since the origin, never less than the last value; also becomes the "last
@@ -595,9 +609,6 @@ impl Controller for HareController {
         if self.handshake.is_handshake_ack(frame.newest_sent) {
             return;
         }
-        if frame.ends_recovery {
-            self.in_recovery = false;
-        }
         let mss = u64::from(self.mss);
         let acked_pkts = if self.ack_carry == 0 && frame.bytes == u64::from(frame.packets) * mss {
             // Full-size packets only (bulk transfer): no division needed.
@@ -652,7 +663,6 @@ impl Controller for HareController {
         if let Some(signal) = signal {
             self.cc.amend_last_ack(now_us, signal);
             self.recovery_start = Some(now);
-            self.in_recovery = true;
             self.after_decision(false);
         }
         // The frame's loss report is in its ACK: an MTU change quinn reported before it
@@ -724,7 +734,9 @@ mod tests {
     #[test]
     fn div_ceil_by_the_reciprocal_is_div_ceil() {
         let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-        for d in [1u32, 2, 3, 7, 1200, 1201, 1350, 1452, 1500, 8999, 9000, 65_527] {
+        for d in [
+            1u32, 2, 3, 7, 1200, 1201, 1350, 1452, 1500, 8999, 9000, 65_527,
+        ] {
             let r = reciprocal(d);
             let edges = [0u64, 1, 2, u64::from(d) - 1, u64::from(d), u64::from(d) + 1];
             for n in edges.into_iter().chain([(1 << 48) - 1, 1 << 48, u64::MAX]) {

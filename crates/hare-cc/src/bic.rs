@@ -3,39 +3,53 @@
 //! of the `cnt <= 20` cap (`loss_cwnd` -> `last_max_cwnd`), and the packet-counting slow start
 //! and undo of the modern stack. `tcp_bic.c` has no HyStart and no `delay_min`: a spec
 //! that names `slow_start=hystart` (or `hystart++`) for BIC gets CUBIC's code for it
-//! ([`CubicSlowStart`]), a combination no kernel had.
+//! ([`SlowStart`]), a combination no kernel had.
 
-use crate::clock::KernelClock;
-use crate::cubic::{CubicSlowStart, ACK_RATIO_SHIFT, BICTCP_BETA_SCALE};
 use crate::ops::{AckSample, CaEvent, CongAvoidArgs, CongestionOps, OpsCtx};
 use crate::profile::{AiStep, Algorithm, PreLossKey, Profile, SlowStartKind, UndoRule};
+use crate::slow_start::{self, SlowStart};
 use crate::tcp_cong;
 use crate::tcp_sock::{CaState, TcpSock};
 
 /// `BICTCP_B`: binary search goes to `(max + min) / B`.
 pub const BICTCP_B: u32 = 4;
+/// `BICTCP_BETA_SCALE` of `tcp_bic.c`: beta is in 1/1024.
+pub const BICTCP_BETA_SCALE: u32 = 1024;
+/// `ACK_RATIO_SHIFT` of `tcp_bic.c`: `delayed_ack` is packets per ACK << 4.
+pub const ACK_RATIO_SHIFT: u32 = 4;
 
 /// One connection's `struct bictcp` (BIC).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bic {
+    pub(crate) cnt: u32,
+    pub(crate) last_max_cwnd: u32,
+    pub(crate) loss_cwnd: u32,
+    pub(crate) last_cwnd: u32,
+    pub(crate) last_time: u32,
+    pub(crate) epoch_start: u32,
+    pub(crate) delayed_ack: u32,
+    pub(crate) named_slow_start: Option<SlowStart>,
+}
+
+crate::accessors!(Bic {
     /// `cnt`: ACKs per +1 cwnd.
-    pub cnt: u32,
+    cnt = cnt: u32, set_cnt;
     /// `last_max_cwnd`.
-    pub last_max_cwnd: u32,
+    last_max_cwnd = last_max_cwnd: u32, set_last_max_cwnd;
     /// `loss_cwnd`.
-    pub loss_cwnd: u32,
+    loss_cwnd = loss_cwnd: u32, set_loss_cwnd;
     /// `last_cwnd`.
-    pub last_cwnd: u32,
+    last_cwnd = last_cwnd: u32, set_last_cwnd;
     /// `last_time` (jiffies).
-    pub last_time: u32,
+    last_time = last_time: u32, set_last_time;
     /// `epoch_start` (jiffies; 0 = none).
-    pub epoch_start: u32,
+    epoch_start = epoch_start: u32, set_epoch_start;
     /// `delayed_ack` (packets per ACK << 4), a u32 in every era of `tcp_bic.c`.
-    pub delayed_ack: u32,
+    delayed_ack = delayed_ack: u32, set_delayed_ack;
     /// CUBIC's slow-start code, only when a spec names HyStart or HyStart++ for BIC
     /// (non-kernel).
-    pub named_slow_start: Option<CubicSlowStart>,
-}
+    named_slow_start = named_slow_start: Option<SlowStart>;
+});
 
 impl Default for Bic {
     fn default() -> Self {
@@ -52,19 +66,44 @@ impl Default for Bic {
     }
 }
 
-/// CUBIC's slow-start code for BIC or Reno when the profile names a strategy only CUBIC has
-/// (`slow_start=hystart` or `hystart++`); `None` for the kernel's own slow start.
-pub fn named_slow_start(p: &Profile, algorithm: Algorithm) -> Option<CubicSlowStart> {
-    let kind = p.slow_start_for(algorithm);
-    matches!(kind, SlowStartKind::HyStart | SlowStartKind::HyStartPp)
-        .then(|| CubicSlowStart::new(p, kind, &KernelClock::new(p.hz, p.uptime_ms)))
+/// The words of [`Bic`] its `bictcp_update()` writes in the growth step of one ACK: saved
+/// whole before it, put back whole when a loss rewinds that step (`driver.rs`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct BicGrowth {
+    cnt: u32,
+    last_cwnd: u32,
+    last_time: u32,
+    epoch_start: u32,
 }
 
 impl Bic {
+    /// What the growth step can write (see [`BicGrowth`]).
+    #[inline(always)]
+    pub(crate) fn growth(&self) -> BicGrowth {
+        BicGrowth {
+            cnt: self.cnt,
+            last_cwnd: self.last_cwnd,
+            last_time: self.last_time,
+            epoch_start: self.epoch_start,
+        }
+    }
+
+    /// Put back a [`Bic::growth`], every field by name.
+    pub(crate) fn set_growth(&mut self, g: BicGrowth) {
+        let BicGrowth {
+            cnt,
+            last_cwnd,
+            last_time,
+            epoch_start,
+        } = g;
+        (self.cnt, self.last_cwnd, self.last_time) = (cnt, last_cwnd, last_time);
+        self.epoch_start = epoch_start;
+    }
+
     /// `bictcp_init()`'s state for a profile.
     pub fn new(p: &Profile) -> Self {
         Bic {
-            named_slow_start: named_slow_start(p, Algorithm::Bic),
+            named_slow_start: SlowStart::named_for(p, Algorithm::Bic),
             ..Bic::default()
         }
     }
@@ -73,7 +112,7 @@ impl Bic {
     /// reset clears `loss_cwnd` too; from the 3.x undo fix (`undo = loss-cwnd`, 4.4's
     /// `bictcp_reset` has no `loss_cwnd` line, `bictcp_init` clears it) it survives the
     /// reset, so an undo after an RTO can still restore the window.
-    pub fn reset(&mut self, undo: UndoRule) {
+    pub(crate) fn reset(&mut self, undo: UndoRule) {
         let loss_cwnd = self.loss_cwnd;
         let named = self.named_slow_start;
         *self = Bic::default();
@@ -84,7 +123,7 @@ impl Bic {
     }
 
     /// `bictcp_acked()`: `delayed_ack += cnt - delayed_ack / 16` (u32, state Open only).
-    pub fn ack_ratio_sample(&mut self, cnt: u32) {
+    pub(crate) fn ack_ratio_sample(&mut self, cnt: u32) {
         self.delayed_ack = self
             .delayed_ack
             .wrapping_add(cnt.wrapping_sub(self.delayed_ack >> ACK_RATIO_SHIFT));
@@ -92,7 +131,7 @@ impl Bic {
 
     /// `bictcp_update(ca, cwnd)`: the binary-search `cnt`. Returns true when the kernel would
     /// have divided by a zero `delayed_ack` (hare leaves `cnt` unscaled).
-    pub fn update(&mut self, cwnd: u32, now_jiffies: u32, hz: u32, p: &Profile) -> bool {
+    pub(crate) fn update(&mut self, cwnd: u32, now_jiffies: u32, hz: u32, p: &Profile) -> bool {
         if self.last_cwnd == cwnd
             && (now_jiffies.wrapping_sub(self.last_time) as i32) <= (hz / 32) as i32
         {
@@ -160,7 +199,7 @@ impl Bic {
 
     /// `bictcp_recalc_ssthresh()`: fast convergence with BIC's beta, Reno halving at or
     /// below `low_window`.
-    pub fn recalc_ssthresh(&mut self, cwnd: u32, p: &Profile) -> u32 {
+    pub(crate) fn recalc_ssthresh(&mut self, cwnd: u32, p: &Profile) -> u32 {
         self.epoch_start = 0; // end of epoch
         self.last_max_cwnd = if cwnd < self.last_max_cwnd && p.fast_convergence {
             cwnd.wrapping_mul(BICTCP_BETA_SCALE + p.bic_beta) / (2 * BICTCP_BETA_SCALE)
@@ -188,10 +227,8 @@ impl Bic {
 
 impl CongestionOps for Bic {
     fn init(&mut self, ctx: &mut OpsCtx<'_>) {
-        // bictcp_init(): `if (initial_ssthresh) tp->snd_ssthresh = initial_ssthresh`.
-        if ctx.profile.initial_ssthresh != 0 {
-            ctx.tp.snd_ssthresh = ctx.profile.initial_ssthresh;
-        }
+        // tcp_bic.c has no HyStart test here: a named HyStart on BIC does not hold it back.
+        slow_start::initial_ssthresh(ctx, false);
     }
 
     fn ssthresh(&mut self, ctx: &mut OpsCtx<'_>) -> u32 {
@@ -258,7 +295,7 @@ impl CongestionOps for Bic {
             self.ack_ratio_sample(sample.pkts);
         }
         if let Some(ss) = &mut self.named_slow_start {
-            ss.pkts_acked(ctx, self.epoch_start, sample.rtt_us);
+            ss.sample_acked(ctx, self.epoch_start, sample.rtt_us);
         }
     }
 

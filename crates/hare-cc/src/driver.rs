@@ -8,13 +8,14 @@
 //! Loss, held until the episode's `high_seq` is acknowledged. See `docs/KERNEL-NOTES.md`,
 //! "One ACK".
 
-use crate::ack::{AckEvent, LossSignal};
 use crate::engine::KernelCc;
+use crate::engine::{AckEvent, LossSignal};
 use crate::events::{CcEvent, ExitReason, TRACE_TARGET};
-use crate::ops::{AckSample, CongAvoidArgs, CongestionOps, HookOut};
+use crate::hooks::{StartError, StartState};
+use crate::ops::{AckSample, CaEvent, CongAvoidArgs, CongestionOps, HookOut};
 use crate::profile::AckOrder;
 use crate::tcp_cong;
-use crate::tcp_sock::CaState;
+use crate::tcp_sock::{CaState, PacingInputs, TCP_INFINITE_SSTHRESH};
 
 impl KernelCc {
     /// One ACK in the order of the era's `tcp_ack()`: the RTT estimator and `pkts_acked`
@@ -57,7 +58,7 @@ impl KernelCc {
             self.tp.rtt_estimator(rtt);
         }
 
-        self.pkts_acked(ack, now_j);
+        self.hook_pkts_acked_at(ack, now_j);
 
         let b = self.before_growth.open();
         b.ack = *ack;
@@ -125,7 +126,7 @@ impl KernelCc {
                 if self.tp.ca_state != CaState::Recovery
                     && (!ece || self.tp.snd_cwnd < self.tp.snd_ssthresh)
                 {
-                    self.cong_avoid(ack, now_j, prior_in_flight);
+                    self.hook_cong_avoid_at(ack, now_j, prior_in_flight);
                 }
                 if loss.is_some() {
                     // Growth came first: if it took cwnd past ssthresh, that ended slow
@@ -144,7 +145,7 @@ impl KernelCc {
                     self.loss_reaction(ack.now_us, loss);
                 }
                 if self.tp.ca_state != CaState::Recovery {
-                    self.cong_avoid(ack, now_j, prior_in_flight);
+                    self.hook_cong_avoid_at(ack, now_j, prior_in_flight);
                 }
             }
         }
@@ -201,10 +202,11 @@ impl KernelCc {
         }
     }
 
-    /// `ca_ops->pkts_acked()` with the ACK's packet count: the kernel's count is packets
+    /// [`KernelCc::hook_pkts_acked`] inside an ACK, at its jiffies: `ca_ops->pkts_acked()`
+    /// with the ACK's packet count: the kernel's count is packets
     /// (`tcp_skb_pcount` >= 1 each), so an ACK of less than a segment of bytes counts one.
     #[inline(always)]
-    pub(crate) fn pkts_acked(&mut self, ack: &AckEvent, now_j: u32) {
+    fn hook_pkts_acked_at(&mut self, ack: &AckEvent, now_j: u32) {
         let sample = AckSample {
             pkts: ack.acked_pkts.max(1),
             rtt_us: ack.rtt_us,
@@ -215,10 +217,10 @@ impl KernelCc {
         self.hook_done(&out);
     }
 
-    /// `ca_ops->cong_avoid()` (`tcp_cong_avoid()`), with `prior_in_flight` for the era's
-    /// cwnd-limited test.
+    /// [`KernelCc::hook_cong_avoid`] inside an ACK, at its jiffies: `ca_ops->cong_avoid()`
+    /// (`tcp_cong_avoid()`), with `prior_in_flight` for the era's cwnd-limited test.
     #[inline(always)]
-    pub(crate) fn cong_avoid(&mut self, ack: &AckEvent, now_j: u32, prior_in_flight: u32) {
+    fn hook_cong_avoid_at(&mut self, ack: &AckEvent, now_j: u32, prior_in_flight: u32) {
         let args = CongAvoidArgs {
             in_flight: prior_in_flight,
             acked: ack.acked_pkts,
@@ -279,7 +281,7 @@ impl KernelCc {
         // never undone to an earlier ssthresh.
         self.tp.prior_ssthresh = if ecn { 0 } else { self.tp.current_ssthresh() };
         self.tp.prior_cwnd = from;
-        let ssthresh = self.alg_ssthresh();
+        let ssthresh = self.hook_ssthresh();
         self.tp.snd_ssthresh = ssthresh;
         self.tp.snd_cwnd = ssthresh.min(self.tp.snd_cwnd_clamp);
         self.tp.snd_cwnd_cnt = 0;
@@ -340,7 +342,7 @@ impl KernelCc {
         if reduce {
             self.tp.prior_ssthresh = self.tp.current_ssthresh();
             self.tp.prior_cwnd = from;
-            self.tp.snd_ssthresh = self.alg_ssthresh();
+            self.tp.snd_ssthresh = self.hook_ssthresh();
         }
         let ssthresh = self.tp.snd_ssthresh;
         if in_ss && !self.ss_exited {
@@ -353,7 +355,7 @@ impl KernelCc {
         self.tp.ca_state = CaState::Loss;
         // tcp_enter_loss() of a plain RTO: `tp->undo_marker = tp->snd_una`.
         self.tp.undo_marker = true;
-        self.reset_algorithm_on_loss(now_us);
+        self.hook_set_state(now_us, CaState::Loss);
         self.ss_exited = false;
         self.rto_resets = self.rto_resets.saturating_add(1);
         // tcp_retransmit_timer(): `icsk->icsk_retransmits++` after tcp_enter_loss().
@@ -370,5 +372,165 @@ impl KernelCc {
             from_cwnd: from,
             ssthresh,
         });
+    }
+}
+
+/// Sends, segment-size changes and the loss reset outside an ACK.
+impl KernelCc {
+    /// Packets were sent; `snd_nxt` is the next packet number to be sent after them
+    /// (last sent + 1), `packets_out` the packets in flight after sending.
+    #[inline]
+    pub fn on_sent(&mut self, now_us: u64, snd_nxt: u64, packets_out: u32) {
+        // A hook outside the last ACK: that ACK is complete.
+        self.before_growth.close();
+        self.t_us = now_us;
+        let now_j = self.jiffies_at(now_us);
+        // tcp_event_data_sent(): CA_EVENT_TX_START when nothing was in flight.
+        if self.tp.packets_out == 0 {
+            let idle_jiffies = now_j.wrapping_sub(self.tp.lsndtime) as i32;
+            self.run_hook_at(now_us, now_j, |m, ctx| {
+                m.cwnd_event(ctx, CaEvent::TxStart { idle_jiffies })
+            });
+        }
+        self.tp.lsndtime = now_j;
+        if snd_nxt > self.tp.snd_nxt {
+            self.tp.snd_nxt = snd_nxt;
+        }
+        self.tp.packets_out = packets_out;
+        let limited = packets_out >= self.tp.snd_cwnd;
+        self.tp.cwnd_validate(self.profile.cwnd_limited, limited);
+    }
+
+    /// The segment size changed (MTU discovery): rescale as the kernel does.
+    ///
+    /// A larger segment is `tcp_mtup_probe_success()`: `cwnd = cwnd * old / new` (at least 1,
+    /// computed in 64 bits), `snd_cwnd_cnt = 0`, and from 9c6d5e5537e (2.6.37) `snd_ssthresh =
+    /// tcp_current_ssthresh()` (before it the value went to `rcv_ssthresh`). A smaller one is
+    /// `tcp_sync_mss()` after a black-hole/ICMP event: cwnd stays in segments.
+    pub fn on_mss_change(&mut self, now_us: u64, new_mss: u32) {
+        // A hook outside the last ACK: that ACK is complete.
+        self.before_growth.close();
+        self.t_us = now_us;
+        if new_mss == 0 || new_mss == self.tp.mss {
+            return;
+        }
+        if new_mss > self.tp.mss {
+            self.tp.prior_ssthresh = self.tp.current_ssthresh();
+            let scaled = u64::from(self.tp.snd_cwnd) * u64::from(self.tp.mss) / u64::from(new_mss);
+            self.tp.snd_cwnd = (scaled.min(u64::from(u32::MAX)) as u32).max(1);
+            self.tp.snd_cwnd_cnt = 0;
+            if self.profile.mtu_probe_ssthresh {
+                self.tp.snd_ssthresh = self.tp.current_ssthresh();
+            }
+        }
+        self.tp.mss = new_mss;
+    }
+}
+
+/// The hook-by-hook entry points ([`crate::hooks`]).
+impl KernelCc {
+    /// Put the model in `s` (see [`StartState`]); the event log and any pending ACK are
+    /// cleared.
+    pub fn start_from(&mut self, s: &StartState) -> Result<(), StartError> {
+        if s.cwnd == 0 {
+            return Err(StartError::ZeroCwnd);
+        }
+        let snd_una = s.snd_una.unwrap_or(self.tp.snd_una);
+        let snd_nxt = s.snd_nxt.unwrap_or(self.tp.snd_nxt.max(snd_una));
+        if snd_una > snd_nxt {
+            return Err(StartError::UnaAfterNxt { snd_una, snd_nxt });
+        }
+        if let Some(m) = &s.module {
+            if !m.same_algorithm(&self.module) {
+                return Err(StartError::AlgorithmMismatch {
+                    expected: self.algorithm.as_str(),
+                });
+            }
+            self.module = *m;
+        }
+        self.before_growth.close();
+        let tp = &mut self.tp;
+        if let Some(clamp) = s.cwnd_clamp {
+            tp.snd_cwnd_clamp = clamp.max(1);
+        }
+        if let Some(una) = s.snd_una {
+            tp.snd_una = una;
+            tp.snd_nxt = tp.snd_nxt.max(una);
+        }
+        if let Some(nxt) = s.snd_nxt {
+            tp.snd_nxt = nxt;
+        }
+        tp.snd_cwnd = s.cwnd.min(tp.snd_cwnd_clamp);
+        tp.snd_ssthresh = s.ssthresh.unwrap_or(TCP_INFINITE_SSTHRESH);
+        tp.snd_cwnd_cnt = s.snd_cwnd_cnt & tp.cwnd_cnt_mask;
+        tp.ca_state = s.ca_state;
+        // An episode or a Disorder hold started here: undo still possible, a hold lasting
+        // until something sent from now on is acknowledged.
+        tp.undo_marker = s.ca_state != CaState::Open;
+        tp.high_seq = tp.snd_nxt;
+        tp.is_cwnd_limited = s.cwnd_limited;
+        tp.max_packets_out = if s.cwnd_limited { tp.snd_cwnd } else { 0 };
+        if let Some(srtt) = s.srtt_us {
+            tp.srtt_us = srtt;
+            tp.update_pacing_rate(self.profile.pacing_ss_ratio, self.profile.pacing_ca_ratio);
+        }
+        if let Some(rate) = s.pacing_rate {
+            tp.pacing = PacingInputs::given(rate);
+        }
+        let _ = self.drain_events().count();
+        Ok(())
+    }
+
+    /// `pkts_acked` alone (the `delayed_ack` EWMA in Open; CUBIC's delay sample into
+    /// `delay_min` and HyStart), with `ack.acked_pkts` packets (at least 1) and `ack.rtt_us`.
+    pub fn hook_pkts_acked(&mut self, ack: &AckEvent) {
+        self.t_us = ack.now_us;
+        self.before_growth.close();
+        let now_j = self.clock.jiffies(ack.now_us);
+        self.hook_pkts_acked_at(ack, now_j);
+    }
+
+    /// `cong_avoid` alone: the era's cwnd-limited test (old rules:
+    /// [`AckEvent::prior_in_flight`]), slow start, the growth function and the AI
+    /// step, with `ack.acked_pkts` as `acked`. 2.6.20 - 2.6.22 take their timestamp delay
+    /// sample here, from the echoed timestamp's RTT: `ack.seq_rtt_us` (the oldest acknowledged
+    /// packet's, which a delayed ACK echoes), else `ack.rtt_us`; not on a dubious ACK (the
+    /// state is not Open, or `ack.loss` is set).
+    pub fn hook_cong_avoid(&mut self, ack: &AckEvent) {
+        self.t_us = ack.now_us;
+        self.before_growth.close();
+        let now_j = self.clock.jiffies(ack.now_us);
+        let prior_in_flight = ack.prior_in_flight();
+        self.hook_cong_avoid_at(ack, now_j, prior_in_flight);
+    }
+
+    /// The algorithm's `ssthresh` op (it also ends the epoch and records `last_max_cwnd` /
+    /// `loss_cwnd`, as the kernel's does); cwnd and `snd_ssthresh` are not changed.
+    pub fn hook_ssthresh(&mut self) -> u32 {
+        self.before_growth.close();
+        self.run_hook(self.t_us, |m, ctx| m.ssthresh(ctx))
+    }
+
+    /// `cwnd_event(CA_EVENT_TX_START)` alone, as `tcp_event_data_sent()` raises it when data
+    /// is sent with nothing in flight, `idle_jiffies` after the last send (`tcp_jiffies32 -
+    /// tp->lsndtime`). CUBIC from 30927520dbae (2015, profile key `idle_restart`) moves
+    /// `epoch_start` by the idle time; the other modules ignore it. Whole sends are
+    /// [`KernelCc::on_sent`].
+    pub fn hook_cwnd_event_tx_start(&mut self, now_us: u64, idle_jiffies: i32) {
+        self.before_growth.close();
+        self.t_us = now_us;
+        self.run_hook(now_us, |m, ctx| {
+            m.cwnd_event(ctx, CaEvent::TxStart { idle_jiffies })
+        });
+    }
+
+    /// `tcp_set_ca_state()`: the module's `set_state` (CUBIC / BIC reset on `Loss`:
+    /// `bictcp_reset`, HyStart reset), then the new state, without the rest of
+    /// `tcp_enter_loss`.
+    pub fn hook_set_state(&mut self, now_us: u64, state: CaState) {
+        self.before_growth.close();
+        self.t_us = now_us;
+        self.run_hook(now_us, |m, ctx| m.set_state(ctx, state));
+        self.tp.ca_state = state;
     }
 }

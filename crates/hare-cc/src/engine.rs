@@ -5,12 +5,16 @@
 //! (`now_us`), sequence numbers are QUIC packet numbers (the analogue of `snd_nxt` /
 //! `snd_una`; the model's `snd_una` is "largest acknowledged + 1").
 //!
-//! Following one ACK reads like the kernel: [`KernelCc::on_ack`] (`driver.rs`, the era's
-//! `tcp_ack()`) calls the module's hooks (the crate's `CongestionOps` trait on [`CcModule`]: `cubic`,
-//! `bic`, `reno`), which call the shared steps of `tcp_cong.rs` (the kernel's `tcp_cong.c`).
-//! HyStart and HyStart++ are CUBIC's ([`crate::hooks::CubicSlowStart`]); BIC and Reno run them only when a spec names
-//! them (`Profile::slow_start_for`). This file builds the model, runs a hook with its
-//! context and turns what the hook decided into events; `view.rs` reads the state.
+//! This file is the connection: [`KernelCc`] with its `tcp_sock` ([`TcpSock`], `tcp_sock.rs`)
+//! and its algorithm module ([`CcModule`]: `cubic`, `bic` or `reno`, each implementing the
+//! crate's `CongestionOps`, the kernel's `struct tcp_congestion_ops`), the ACK record the
+//! driver takes ([`AckEvent`]) and the state saved before an ACK's growth step. It builds the
+//! model, runs a hook with its context, turns what the hook decided into events, and reads
+//! the state. `driver.rs` is the era's `tcp_ack()` and the other inputs (sends, losses, MSS
+//! changes, the hook-by-hook entry points of [`crate::hooks`]); the modules call the shared
+//! steps of `tcp_cong.rs` (the kernel's `tcp_cong.c`) and the slow-start family of
+//! `slow_start/` (HyStart and HyStart++ are CUBIC's; BIC and Reno run them only when a spec
+//! names them, `Profile::slow_start_for`).
 //!
 //! Deviations from TCP, by necessity of QUIC/quinn (documented in `PROFILES.md`): no undo
 //! (quinn 0.11 has no spurious-loss callback; [`KernelCc::undo_cwnd`] still computes the era's
@@ -18,19 +22,339 @@
 //! kernel's CWR state is folded into Recovery), no SACK scoreboard (Disorder only as 2.6.x
 //! holds it after an episode, not for reordering), no RFC 2861 idle/app-limited decay.
 
-use crate::ack::PendingGrowth;
-pub use crate::ack::{AckEvent, LossSignal};
-use crate::bic::Bic;
-pub use crate::cc_module::CcModule;
+use crate::bic::{Bic, BicGrowth};
 use crate::clock::KernelClock;
-use crate::cubic::Cubic;
-use crate::events::{CcEvent, ExitReason};
-use crate::ops::{CaEvent, CongestionOps, HookOut, OpsCtx};
-use crate::profile::{Algorithm, Profile};
+use crate::cubic::{Cubic, CubicGrowth};
+use crate::events::{CcEvent, ExitReason, Phase, Snapshot};
+use crate::ops::{AckSample, CaEvent, CongAvoidArgs, CongestionOps, HookOut, OpsCtx};
+use crate::profile::{Algorithm, Profile, SlowStartKind, UndoRule};
 use crate::reno::Reno;
-use crate::tcp_sock::{CaState, TcpSock};
+use crate::slow_start::delay::delay_to_us;
+use crate::slow_start::hystart::HyStart;
+use crate::slow_start::hystart_pp::HyStartPp;
+use crate::slow_start::{hystart_ack_delay_us, SlowStart};
+use crate::tcp_sock::{CaState, TcpSock, TCP_INFINITE_SSTHRESH};
 
 pub use crate::events::TRACE_TARGET;
+
+// --- The connection's algorithm module (`inet_csk_ca(sk)` with its `icsk_ca_ops`) ---
+
+/// The connection's algorithm module and its private state (`inet_csk_ca(sk)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CcModule {
+    /// `tcp_cubic.c`.
+    Cubic(Cubic),
+    /// `tcp_bic.c`.
+    Bic(Bic),
+    /// `tcp_cong.c` Reno.
+    Reno(Reno),
+}
+
+macro_rules! each_module {
+    ($self:expr, $m:ident => $body:expr) => {
+        match $self {
+            CcModule::Cubic($m) => $body,
+            CcModule::Bic($m) => $body,
+            CcModule::Reno($m) => $body,
+        }
+    };
+}
+
+impl CcModule {
+    /// The slow-start state CUBIC owns (BIC / Reno: only under a named non-kernel strategy).
+    pub fn slow_start_state(&self) -> Option<&SlowStart> {
+        match self {
+            CcModule::Cubic(c) => Some(&c.ss),
+            CcModule::Bic(b) => b.named_slow_start.as_ref(),
+            CcModule::Reno(r) => r.named_slow_start.as_ref(),
+        }
+    }
+
+    /// `epoch_start` (CUBIC, BIC; 0 = none and always for Reno).
+    pub fn epoch_start(&self) -> u32 {
+        match self {
+            CcModule::Cubic(c) => c.epoch_start,
+            CcModule::Bic(b) => b.epoch_start,
+            CcModule::Reno(_) => 0,
+        }
+    }
+
+    /// `(last_max_cwnd, bic_K, bic_origin_point, cnt)` for snapshots (Reno's cnt is cwnd).
+    pub(crate) fn growth_view(&self, cwnd: u32) -> (u32, u32, u32, u32) {
+        match self {
+            CcModule::Cubic(c) => (c.last_max_cwnd, c.bic_k, c.bic_origin_point, c.cnt),
+            CcModule::Bic(b) => (b.last_max_cwnd, 0, 0, b.cnt),
+            CcModule::Reno(_) => (0, 0, 0, cwnd),
+        }
+    }
+
+    /// Guards counted inside the module (CUBIC's).
+    pub(crate) fn own_guards(&self) -> u32 {
+        match self {
+            CcModule::Cubic(c) => c.guards,
+            _ => 0,
+        }
+    }
+
+    /// Same algorithm as `other`.
+    pub(crate) fn same_algorithm(&self, other: &CcModule) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+    }
+}
+
+/// What the rest of an ACK after `pkts_acked` (the growth step of `cong_avoid`) can write in
+/// the module, saved before it so that a loss quinn reports after the frame's acks can be put
+/// where the era's `tcp_ack()` has it (`driver.rs`). Only these, not the whole module: a copy
+/// of the whole state (168 bytes) on every ACK was a `memcpy` call, the largest part of that
+/// save's cost.
+///
+/// - CUBIC: [`CubicGrowth`] (the words `bictcp_update()` writes and `delay_min`, which
+///   2.6.20 - 2.6.22 measure in `cong_avoid`); its slow-start state (HyStart's round reset of
+///   2.6.29 - 5.15 and HyStart++ run in `cong_avoid`) only in slow start, the only state in
+///   which `cong_avoid` touches it.
+/// - BIC: [`BicGrowth`] and a named slow start's state, if any.
+/// - Reno: a named slow start's state, if any.
+///
+/// Debug builds also keep the whole module and check after every restore that the two agree.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ModuleGrowth {
+    words: GrowthWords,
+    /// The slow-start state, when `ss_saved`.
+    ss: Option<SlowStart>,
+    /// Whether `ss` belongs to this save: CUBIC in congestion avoidance leaves `ss` as it was
+    /// (writing `None` there stored the whole `Option`, 21 instructions per ACK frame).
+    ss_saved: bool,
+}
+
+/// The module's own words of a [`ModuleGrowth`].
+#[derive(Debug, Clone, Copy)]
+enum GrowthWords {
+    Cubic(CubicGrowth),
+    Bic(BicGrowth),
+    Reno,
+}
+
+impl ModuleGrowth {
+    /// An empty save.
+    pub(crate) fn new() -> Self {
+        ModuleGrowth {
+            words: GrowthWords::Reno,
+            ss: None,
+            ss_saved: false,
+        }
+    }
+}
+
+impl CcModule {
+    /// Save what the growth step can write into `slot`; `in_slow_start` is the socket's state
+    /// before it.
+    #[inline(always)]
+    pub(crate) fn save_growth(&self, slot: &mut ModuleGrowth, in_slow_start: bool) {
+        match self {
+            CcModule::Cubic(c) => {
+                slot.words = GrowthWords::Cubic(c.growth());
+                slot.ss_saved = in_slow_start;
+                if in_slow_start {
+                    slot.ss = Some(c.ss);
+                }
+            }
+            CcModule::Bic(b) => {
+                slot.words = GrowthWords::Bic(b.growth());
+                slot.ss = b.named_slow_start;
+                slot.ss_saved = true;
+            }
+            CcModule::Reno(r) => {
+                slot.words = GrowthWords::Reno;
+                slot.ss = r.named_slow_start;
+                slot.ss_saved = true;
+            }
+        }
+    }
+
+    /// Put back what [`CcModule::save_growth`] saved (a save of another module is ignored:
+    /// the module never changes within a connection).
+    pub(crate) fn restore_growth(&mut self, slot: &ModuleGrowth) {
+        match (self, slot.words) {
+            (CcModule::Cubic(c), GrowthWords::Cubic(g)) => {
+                c.set_growth(g);
+                if let (true, Some(ss)) = (slot.ss_saved, slot.ss) {
+                    c.ss = ss;
+                }
+            }
+            (CcModule::Bic(b), GrowthWords::Bic(g)) => {
+                b.set_growth(g);
+                b.named_slow_start = slot.ss;
+            }
+            (CcModule::Reno(r), GrowthWords::Reno) => r.named_slow_start = slot.ss,
+            _ => {}
+        }
+    }
+}
+
+impl CongestionOps for CcModule {
+    #[inline]
+    fn init(&mut self, ctx: &mut OpsCtx<'_>) {
+        each_module!(self, m => m.init(ctx))
+    }
+    #[inline]
+    fn ssthresh(&mut self, ctx: &mut OpsCtx<'_>) -> u32 {
+        each_module!(self, m => m.ssthresh(ctx))
+    }
+    #[inline(always)]
+    fn cong_avoid(&mut self, ctx: &mut OpsCtx<'_>, args: &CongAvoidArgs) {
+        each_module!(self, m => m.cong_avoid(ctx, args))
+    }
+    #[inline]
+    fn set_state(&mut self, ctx: &mut OpsCtx<'_>, new_state: CaState) {
+        each_module!(self, m => m.set_state(ctx, new_state))
+    }
+    #[inline]
+    fn cwnd_event(&mut self, ctx: &mut OpsCtx<'_>, event: CaEvent) {
+        each_module!(self, m => m.cwnd_event(ctx, event))
+    }
+    #[inline(always)]
+    fn pkts_acked(&mut self, ctx: &mut OpsCtx<'_>, sample: &AckSample) {
+        each_module!(self, m => m.pkts_acked(ctx, sample))
+    }
+    #[inline]
+    fn undo_cwnd(&self, tp: &TcpSock, profile: &Profile) -> u32 {
+        each_module!(self, m => CongestionOps::undo_cwnd(m, tp, profile))
+    }
+}
+
+// --- One ACK and the state saved before its growth step ---
+
+/// One ACK (in QUIC: one ACK frame, i.e. one `on_end_acks` batch) as the kernel sees it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AckEvent {
+    /// Microseconds since the controller was built.
+    pub now_us: u64,
+    /// Newly acknowledged ack-eliciting packets (any: `FLAG_DATA_ACKED`). The kernel counts
+    /// packets, so an ACK of less than one segment of bytes still runs `pkts_acked` (with
+    /// its RTT sample) and `cong_avoid`. 0 is treated as `acked_pkts`.
+    pub packets: u32,
+    /// Segments newly acknowledged (bytes / MSS with the adapter's carry): the `acked` of
+    /// `cong_avoid` and (at least 1) the count of `pkts_acked`.
+    pub acked_pkts: u32,
+    /// RTT of the most recently sent newly acked packet in microseconds (the kernel's
+    /// `ca_rtt_us`, given to `pkts_acked`), `None` when there is none.
+    pub rtt_us: Option<u64>,
+    /// RTT of the oldest newly acked packet (the kernel's `seq_rtt_us`, fed to
+    /// `tcp_rtt_estimator`); `None` = use `rtt_us`.
+    pub seq_rtt_us: Option<u64>,
+    /// Largest packet number acknowledged (the `snd_una` analogue for HyStart rounds).
+    pub largest_acked: Option<u64>,
+    /// Packets still in flight after this ACK (`packets_out`).
+    pub packets_in_flight: u32,
+    /// The ACK covers the current Recovery / Loss episode's `high_seq` (a packet sent after
+    /// the episode began is acknowledged): `tcp_fastretrans_alert` leaves the state.
+    pub ends_episode: bool,
+    /// The loss reaction this ACK triggers (quinn reports it after the frame's acks).
+    pub loss: Option<LossSignal>,
+}
+
+impl AckEvent {
+    /// Packets in flight before this ACK, `tcp_ack()`'s `prior_in_flight`
+    /// (`tcp_packets_in_flight()` taken before `tcp_clean_rtx_queue()`): those still in flight
+    /// plus the packets the ACK took out of flight. The kernel counts packets, so a packet of
+    /// less than one segment of bytes (the first 1-RTT datagram, which shares its datagram
+    /// with the handshake's last packets) counts as one here, as it did in flight.
+    pub fn prior_in_flight(&self) -> u32 {
+        self.packets_in_flight
+            .saturating_add(self.packets.max(self.acked_pkts))
+    }
+}
+
+/// What an ACK (or a timer) reveals about congestion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LossSignal {
+    /// A packet loss: `tcp_enter_recovery` (`ssthresh()`, `TCP_CA_Recovery`).
+    Loss,
+    /// An ECN-CE echo: `tcp_enter_cwr` (folded into Recovery; quinn has no separate state).
+    Ecn,
+    /// A retransmission timeout (quinn: persistent congestion): `tcp_enter_loss`.
+    Rto,
+}
+
+/// The state the growth step of one ACK may change, saved before it so that a loss quinn
+/// reports after the frame can be put where the era's `tcp_ack()` has it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BeforeGrowth {
+    pub(crate) ack: AckEvent,
+    pub(crate) now_j: u32,
+    pub(crate) prior_in_flight: u32,
+    pub(crate) tp: TcpSock,
+    /// What the growth step can write in the module.
+    pub(crate) module: ModuleGrowth,
+    /// The whole module, to check [`ModuleGrowth`] against (debug builds).
+    #[cfg(debug_assertions)]
+    pub(crate) whole_module: CcModule,
+    pub(crate) ss_exited: bool,
+    pub(crate) exit: (Option<ExitReason>, Option<u32>, Option<u64>),
+    pub(crate) guards: u32,
+    /// Events recorded before the growth step (those after it may be replaced).
+    pub(crate) events: usize,
+}
+
+/// The last ACK's [`BeforeGrowth`] while a loss of the same frame may still amend that ACK.
+///
+/// One slot, written field by field on every ACK: a fresh `Option<BeforeGrowth>` built per
+/// ACK went through a stack temporary and a `memcpy` call of the whole struct.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PendingGrowth {
+    open: bool,
+    saved: BeforeGrowth,
+}
+
+impl PendingGrowth {
+    /// No ACK pending; `tp` and `module` only fill the slot.
+    pub(crate) fn new(tp: TcpSock, module: CcModule) -> Self {
+        // Only the debug builds' check keeps a whole module.
+        #[cfg(not(debug_assertions))]
+        let _ = module;
+        PendingGrowth {
+            open: false,
+            saved: BeforeGrowth {
+                ack: AckEvent::default(),
+                now_j: 0,
+                prior_in_flight: 0,
+                tp,
+                module: ModuleGrowth::new(),
+                #[cfg(debug_assertions)]
+                whole_module: module,
+                ss_exited: false,
+                exit: (None, None, None),
+                guards: 0,
+                events: 0,
+            },
+        }
+    }
+
+    /// The pending ACK is complete: nothing can amend it any more.
+    #[inline]
+    pub(crate) fn close(&mut self) {
+        self.open = false;
+    }
+
+    /// Open the slot for a new ACK and give its state to fill in (every field).
+    #[inline]
+    pub(crate) fn open(&mut self) -> &mut BeforeGrowth {
+        self.open = true;
+        &mut self.saved
+    }
+
+    /// The pending ACK's saved state, closing the slot.
+    pub(crate) fn take(&mut self) -> Option<BeforeGrowth> {
+        std::mem::replace(&mut self.open, false).then_some(self.saved)
+    }
+
+    /// Events recorded before the pending ACK's growth step (`None` without one).
+    pub(crate) fn events_mut(&mut self) -> Option<&mut usize> {
+        self.open.then_some(&mut self.saved.events)
+    }
+}
+
+// --- The model ---
 
 /// The kernel model of one connection's congestion control.
 #[derive(Debug, Clone)]
@@ -221,66 +545,6 @@ impl KernelCc {
         }
     }
 
-    /// Packets were sent; `snd_nxt` is the next packet number to be sent after them
-    /// (last sent + 1), `packets_out` the packets in flight after sending.
-    #[inline]
-    pub fn on_sent(&mut self, now_us: u64, snd_nxt: u64, packets_out: u32) {
-        // A hook outside the last ACK: that ACK is complete.
-        self.before_growth.close();
-        self.t_us = now_us;
-        let now_j = self.jiffies_at(now_us);
-        // tcp_event_data_sent(): CA_EVENT_TX_START when nothing was in flight.
-        if self.tp.packets_out == 0 {
-            let idle_jiffies = now_j.wrapping_sub(self.tp.lsndtime) as i32;
-            self.run_hook_at(now_us, now_j, |m, ctx| {
-                m.cwnd_event(ctx, CaEvent::TxStart { idle_jiffies })
-            });
-        }
-        self.tp.lsndtime = now_j;
-        if snd_nxt > self.tp.snd_nxt {
-            self.tp.snd_nxt = snd_nxt;
-        }
-        self.tp.packets_out = packets_out;
-        let limited = packets_out >= self.tp.snd_cwnd;
-        self.tp.cwnd_validate(self.profile.cwnd_limited, limited);
-    }
-
-    /// `tcp_set_ca_state(TCP_CA_Loss)`'s module part: `set_state` (CUBIC: `bictcp_reset()`
-    /// and `bictcp_hystart_reset()`; BIC: `bictcp_reset()`).
-    pub(crate) fn reset_algorithm_on_loss(&mut self, now_us: u64) {
-        self.run_hook(now_us, |m, ctx| m.set_state(ctx, CaState::Loss));
-    }
-
-    /// `ca_ops->ssthresh()`.
-    pub(crate) fn alg_ssthresh(&mut self) -> u32 {
-        self.run_hook(self.t_us, |m, ctx| m.ssthresh(ctx))
-    }
-
-    /// The segment size changed (MTU discovery): rescale as the kernel does.
-    ///
-    /// A larger segment is `tcp_mtup_probe_success()`: `cwnd = cwnd * old / new` (at least 1,
-    /// computed in 64 bits), `snd_cwnd_cnt = 0`, and from 9c6d5e5537e (2.6.37) `snd_ssthresh =
-    /// tcp_current_ssthresh()` (before it the value went to `rcv_ssthresh`). A smaller one is
-    /// `tcp_sync_mss()` after a black-hole/ICMP event: cwnd stays in segments.
-    pub fn on_mss_change(&mut self, now_us: u64, new_mss: u32) {
-        // A hook outside the last ACK: that ACK is complete.
-        self.before_growth.close();
-        self.t_us = now_us;
-        if new_mss == 0 || new_mss == self.tp.mss {
-            return;
-        }
-        if new_mss > self.tp.mss {
-            self.tp.prior_ssthresh = self.tp.current_ssthresh();
-            let scaled = u64::from(self.tp.snd_cwnd) * u64::from(self.tp.mss) / u64::from(new_mss);
-            self.tp.snd_cwnd = (scaled.min(u64::from(u32::MAX)) as u32).max(1);
-            self.tp.snd_cwnd_cnt = 0;
-            if self.profile.mtu_probe_ssthresh {
-                self.tp.snd_ssthresh = self.tp.current_ssthresh();
-            }
-        }
-        self.tp.mss = new_mss;
-    }
-
     #[inline]
     pub(crate) fn in_slow_start(&self) -> bool {
         self.tp.in_slow_start(self.profile.ss_compare)
@@ -359,5 +623,210 @@ pub fn rfc3390_initial_cwnd(mss: u32) -> u32 {
         3
     } else {
         4
+    }
+}
+
+/// Reading the model: the window, the module's state, the phase, snapshots for observers,
+/// and the events decided since the last read.
+impl KernelCc {
+    /// `snd_cwnd` in segments.
+    pub fn cwnd(&self) -> u32 {
+        self.tp.snd_cwnd
+    }
+
+    /// `snd_ssthresh` in segments, `None` while infinite.
+    pub fn ssthresh(&self) -> Option<u32> {
+        (self.tp.snd_ssthresh < TCP_INFINITE_SSTHRESH).then_some(self.tp.snd_ssthresh)
+    }
+
+    /// Current segment size in bytes.
+    pub fn mss(&self) -> u32 {
+        self.tp.mss
+    }
+
+    /// State for observers.
+    pub fn snapshot(&self) -> Snapshot {
+        let p = &self.profile;
+        let hz = self.clock.hz();
+        let (last_max, k, origin, cnt) = self.module.growth_view(self.tp.snd_cwnd);
+        let ssthresh = self.ssthresh();
+        let profile = match p.non_kernel(self.algorithm) {
+            Some(what) => format!("{} (non-kernel: {what})", p.name),
+            None => p.name.clone(),
+        };
+        let ss = self.module.slow_start_state();
+        let hystart = ss.map(|s| s.hystart);
+        let epoch_start = self.module.epoch_start();
+        let delay_min = ss.map_or(0, |s| s.delay_min);
+        Snapshot {
+            algorithm: self.algorithm.to_string(),
+            profile,
+            phase: Some(self.phase()),
+            t_us: self.t_us,
+            mss: self.tp.mss,
+            cwnd: self.tp.snd_cwnd,
+            cwnd_bytes: u64::from(self.tp.snd_cwnd) * u64::from(self.tp.mss),
+            ssthresh,
+            ssthresh_bytes: ssthresh.map(|s| u64::from(s) * u64::from(self.tp.mss)),
+            last_max_cwnd: last_max,
+            cubic_k: k,
+            origin_point: origin,
+            epoch_start: (epoch_start != 0).then_some(epoch_start),
+            cnt,
+            delay_min_us: (delay_min != 0).then(|| delay_to_us(delay_min, p.clock, hz)),
+            hystart_end_seq: hystart.map_or(0, |h| h.end_seq),
+            hystart_sample_cnt: hystart.map_or(0, |h| h.sample_cnt),
+            hystart_curr_rtt_us: hystart
+                .filter(|h| h.curr_rtt != u32::MAX)
+                .map(|h| delay_to_us(h.curr_rtt, p.clock, hz)),
+            exit_reason: self.exit_reason,
+            exit_cwnd: self.exit_cwnd,
+            exit_t_us: self.exit_t_us,
+            reductions: self.reductions,
+            rto_resets: self.rto_resets,
+        }
+    }
+
+    /// True when decisions are recorded (some may be held back until the ACK completes).
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
+    /// Take the decisions made since the last call, except those of the last ACK's growth
+    /// step while [`KernelCc::amend_last_ack`] may still replace them (until
+    /// [`KernelCc::close_ack`]).
+    pub fn drain_events(&mut self) -> std::vec::Drain<'_, CcEvent> {
+        let end = match self.before_growth.events_mut() {
+            Some(events) => std::mem::take(events),
+            None => self.events.len(),
+        };
+        self.events.drain(..end)
+    }
+
+    /// The last ACK is complete (nothing more of its frame can follow): its decisions are
+    /// final and [`KernelCc::amend_last_ack`] no longer rewinds it. Returns whether events
+    /// are waiting.
+    pub fn close_ack(&mut self) -> bool {
+        self.before_growth.close();
+        !self.events.is_empty()
+    }
+
+    /// The algorithm.
+    pub fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
+
+    /// The profile in force.
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// Whether the model treats the sender as paced (after resolving `paced=auto`).
+    pub fn paced(&self) -> bool {
+        self.paced
+    }
+
+    /// The `tcp_sock` view.
+    pub fn tcp_sock(&self) -> &TcpSock {
+        &self.tp
+    }
+
+    /// The algorithm module and its state (`struct bictcp` of CUBIC or BIC).
+    pub fn module(&self) -> &CcModule {
+        &self.module
+    }
+
+    /// CUBIC's delay and slow-start state (BIC / Reno: only under a named HyStart or
+    /// HyStart++).
+    pub fn slow_start_state(&self) -> Option<&SlowStart> {
+        self.module.slow_start_state()
+    }
+
+    /// `delay_min` in the era's unit (0 = none; always 0 for BIC and Reno, which have none).
+    pub fn delay_min(&self) -> u32 {
+        self.module.slow_start_state().map_or(0, |s| s.delay_min)
+    }
+
+    /// The module's `epoch_start` in jiffies (0 = none; always 0 for Reno).
+    pub fn epoch_start(&self) -> u32 {
+        self.module.epoch_start()
+    }
+
+    /// Kernel HyStart's state (CUBIC's; BIC / Reno only when named).
+    pub fn hystart(&self) -> Option<&HyStart> {
+        self.module.slow_start_state().map(|s| &s.hystart)
+    }
+
+    /// HyStart++'s state (when the module has CUBIC's slow-start code).
+    pub fn hystart_pp(&self) -> Option<&HyStartPp> {
+        self.module.slow_start_state().map(|s| &s.hspp)
+    }
+
+    /// The slow-start strategy in force (HyStart++ becomes `standard` after an RTO).
+    pub fn slow_start_kind(&self) -> SlowStartKind {
+        match self.module.slow_start_state() {
+            Some(s) => s.kind,
+            None if self.profile.slow_start == SlowStartKind::Limited => SlowStartKind::Limited,
+            None => SlowStartKind::Standard,
+        }
+    }
+
+    /// The clocks of this connection.
+    pub fn clock(&self) -> &KernelClock {
+        &self.clock
+    }
+
+    /// The current phase.
+    pub fn phase(&self) -> Phase {
+        if self.tp.ca_state == CaState::Recovery {
+            Phase::Recovery
+        } else if self.in_slow_start() {
+            if self.module.slow_start_state().is_some_and(|s| s.in_css()) {
+                Phase::ConservativeSlowStart
+            } else {
+                Phase::SlowStart
+            }
+        } else {
+            Phase::CongestionAvoidance
+        }
+    }
+
+    /// `sk_pacing_rate` in bytes per second (`tcp_update_pacing_rate()`, capped by the
+    /// profile's `max_pacing_rate`), 0 before the first RTT sample and in the eras before
+    /// 3.12, which had no pacing rate.
+    pub fn pacing_rate(&self) -> u64 {
+        self.tp.sk_pacing_rate(self.profile.max_pacing_rate)
+    }
+
+    /// `hystart_ack_delay()` (5.6+): `min(1 ms, gso_max_size * 4 s / pacing_rate)` in us, 0
+    /// without a pacing rate.
+    pub fn hystart_ack_delay_us(&self) -> u32 {
+        hystart_ack_delay_us(self.profile.gso_max_size, self.pacing_rate())
+    }
+
+    /// How many times a kernel overflow, divide-by-zero or endless loop (2.6.20's 32-bit cube
+    /// root, a wrapped u16 `delayed_ack`, ...) was replaced by a defined path.
+    pub fn overflow_guards(&self) -> u32 {
+        self.guards.saturating_add(self.module.own_guards())
+    }
+
+    /// The window an undo of the era would restore (quinn 0.11 never undoes; exposed so the
+    /// era-specific arithmetic stays tested): cwnd itself when nothing can be undone (no
+    /// `undo_marker`: no reduction yet, or an ECN one, which `tcp_enter_cwr()` makes final).
+    /// The kernel's undo (`tcp_undo_cwr()` in 2.6.x, `tcp_undo_cwnd_reduction()` later) asks
+    /// the module's `undo_cwnd` only when the reduction saved `prior_ssthresh`; without it,
+    /// 2.6.20 - 4.4 take `max(cwnd, ssthresh)` and the kernels of the `prior-cwnd` undo rule
+    /// (5.0 and 6.x read here) leave cwnd as it is.
+    pub fn undo_cwnd(&self) -> u32 {
+        if !self.tp.undo_marker {
+            return self.tp.snd_cwnd;
+        }
+        if self.tp.prior_ssthresh != 0 {
+            return self.module.undo_cwnd(&self.tp, &self.profile);
+        }
+        match self.profile.undo {
+            UndoRule::PriorCwnd => self.tp.snd_cwnd,
+            UndoRule::LastMax | UndoRule::LossCwnd => self.tp.snd_cwnd.max(self.tp.snd_ssthresh),
+        }
     }
 }

@@ -4,9 +4,8 @@
 //! and CUBIC's `struct bictcp` in the kernel's own field names, so that a caller needs no
 //! model type's layout.
 
-use crate::cc_module::CcModule;
 use crate::clock::KernelClock;
-use crate::engine::KernelCc;
+use crate::engine::{CcModule, KernelCc};
 use crate::hooks::StartError;
 use crate::tcp_sock::PacingInputs;
 
@@ -110,21 +109,10 @@ impl KernelCc {
     }
 
     /// Set `sk_pacing_rate` (bytes per second), which 5.6+ HyStart's ACK-train cushion reads
-    /// (`hystart_ack_delay()`), until the next `tcp_update_pacing_rate()` of
-    /// [`KernelCc::on_ack`]. Exact up to `u32::MAX` bytes/s; above, within one part in
-    /// 2^32.
+    /// (`hystart_ack_delay()`), as it is until the next `tcp_update_pacing_rate()` of
+    /// [`KernelCc::on_ack`].
     pub fn set_pacing_rate(&mut self, bytes_per_sec: u64) {
-        // A rate of `mss * 80000 * ratio * segs / srtt_us` with srtt_us = 80000 (the formula's
-        // scale) is `mss * ratio * segs`.
-        let segs = u32::try_from(bytes_per_sec >> 32).unwrap_or(u32::MAX) + 1;
-        let mss = u32::try_from(bytes_per_sec / u64::from(segs)).unwrap_or(u32::MAX);
-        self.tp.pacing = PacingInputs {
-            mss,
-            segs,
-            srtt_us: 80_000,
-            ratio: 1,
-        };
-        debug_assert!(segs > 1 || self.tp.pacing_rate() == bytes_per_sec);
+        self.tp.pacing = PacingInputs::given(bytes_per_sec);
     }
 
     /// Put the model on `clock` from now on (see [`KernelClock::aligned`]).
@@ -164,7 +152,7 @@ mod tests {
         cc.set_pacing_rate(12_345_678);
         assert_eq!(cc.pacing_rate(), 12_345_678);
         cc.set_pacing_rate(10_000_000_000);
-        assert_eq!(cc.pacing_rate(), 9_999_999_999);
+        assert_eq!(cc.pacing_rate(), 10_000_000_000);
     }
 
     #[test]

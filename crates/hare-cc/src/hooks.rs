@@ -3,8 +3,10 @@
 //! no private field.
 //!
 //! Build a model with [`KernelCc::new`], place it in a state with [`KernelCc::start_from`]
-//! (cwnd, ssthresh, `snd_cwnd_cnt`, CA state, the algorithm's `struct bictcp` with its
-//! `epoch_start`, and for CUBIC `delay_min` and HyStart's round state; the clock is the
+//! (cwnd, ssthresh, `snd_cwnd_cnt`, `snd_cwnd_clamp`, CA state, `snd_una` / `snd_nxt`,
+//! `srtt_us` or a captured `sk_pacing_rate`, the algorithm's `struct bictcp` with its
+//! `epoch_start`, and for CUBIC `delay_min` and HyStart's round state; the MSS is
+//! [`KernelCc::new`]'s, the clock is the
 //! profile's `hz` and `uptime_ms`, read back with [`KernelCc::clock`]), then call the
 //! `tcp_congestion_ops` hooks
 //! of the algorithm and era one at a time: [`KernelCc::hook_pkts_acked`],
@@ -35,19 +37,18 @@
 use thiserror::Error;
 
 // The types a start state and the model's read-back are made of (the modules that define them
-// are private).
+// are private). Their fields are the crate's: outside it they are built with their
+// constructors and read and set through getters and setters.
 pub use crate::bic::Bic;
 pub use crate::clock::KernelClock;
-pub use crate::cubic::delay::DelayRules;
-pub use crate::cubic::hystart::{HyStart, HyStartInput};
-pub use crate::cubic::hystart_pp::{HyStartPp, PpTransition};
-pub use crate::cubic::{Cubic, CubicSlowStart};
+pub use crate::cubic::Cubic;
 pub use crate::engine::{AckEvent, CcModule, KernelCc, LossSignal};
 pub use crate::hook_setters::BictcpState;
 pub use crate::reno::Reno;
-pub use crate::tcp_sock::{CaState, PacingInputs, TcpSock, TCP_INFINITE_SSTHRESH};
-
-use crate::ops::{CaEvent, CongestionOps};
+pub use crate::slow_start::hystart::HyStart;
+pub use crate::slow_start::hystart_pp::HyStartPp;
+pub use crate::slow_start::SlowStart;
+pub use crate::tcp_sock::{CaState, TcpSock, TCP_INFINITE_SSTHRESH};
 
 /// A state to start the model from. Fields left `None` keep what `init` gave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +67,7 @@ pub struct StartState {
     pub cwnd_limited: bool,
     /// The algorithm module's state (`struct bictcp` of CUBIC or BIC, with `epoch_start` in
     /// jiffies of [`KernelCc::clock`]; CUBIC's `delay_min` and HyStart round state are in
-    /// [`crate::cubic::Cubic::ss`]); must match the algorithm.
+    /// [`Cubic::slow_start`]); must match the algorithm.
     pub module: Option<CcModule>,
     /// `tp->srtt_us`: the smoothed RTT in the kernel's scaling (8 times microseconds).
     /// `None` keeps the model's (0 before any RTT sample) and its pacing rate. With a value,
@@ -74,6 +75,19 @@ pub struct StartState {
     /// in `hystart_ack_delay()`) is recomputed from the start state as
     /// `tcp_update_pacing_rate()` computes it.
     pub srtt_us: Option<u32>,
+    /// `tp->snd_una` (largest acknowledged packet number + 1; the HyStart rounds compare it
+    /// with `end_seq`). `None` keeps the model's.
+    pub snd_una: Option<u64>,
+    /// `tp->snd_nxt` (the next packet number to send; a new HyStart round ends there).
+    /// `None` keeps the model's; with only `snd_una` given, `snd_nxt` is raised to it when
+    /// below.
+    pub snd_nxt: Option<u64>,
+    /// `sk_pacing_rate` in bytes per second, as captured (after [`StartState::srtt_us`]'s
+    /// recomputation, which it replaces); it holds until the next ACK's
+    /// `tcp_update_pacing_rate()`. HyStart's ACK-train cushion (5.6+) reads it.
+    pub pacing_rate: Option<u64>,
+    /// `tp->snd_cwnd_clamp` (`None`: the profile's `cwnd_clamp`); `cwnd` is clamped to it.
+    pub cwnd_clamp: Option<u32>,
 }
 
 impl Default for StartState {
@@ -87,6 +101,10 @@ impl Default for StartState {
             cwnd_limited: true,
             module: None,
             srtt_us: None,
+            snd_una: None,
+            snd_nxt: None,
+            pacing_rate: None,
+            cwnd_clamp: None,
         }
     }
 }
@@ -103,93 +121,12 @@ pub enum StartError {
     /// cwnd 0 (the kernel never has it).
     #[error("cwnd must be at least 1 segment")]
     ZeroCwnd,
-}
-
-impl KernelCc {
-    /// Put the model in `s` (see [`StartState`]); the event log and any pending ACK are
-    /// cleared.
-    pub fn start_from(&mut self, s: &StartState) -> Result<(), StartError> {
-        if s.cwnd == 0 {
-            return Err(StartError::ZeroCwnd);
-        }
-        if let Some(m) = &s.module {
-            if !m.same_algorithm(&self.module) {
-                return Err(StartError::AlgorithmMismatch {
-                    expected: self.algorithm.as_str(),
-                });
-            }
-            self.module = *m;
-        }
-        self.before_growth.close();
-        let tp = &mut self.tp;
-        tp.snd_cwnd = s.cwnd.min(tp.snd_cwnd_clamp);
-        tp.snd_ssthresh = s.ssthresh.unwrap_or(TCP_INFINITE_SSTHRESH);
-        tp.snd_cwnd_cnt = s.snd_cwnd_cnt & tp.cwnd_cnt_mask;
-        tp.ca_state = s.ca_state;
-        // An episode or a Disorder hold started here: undo still possible, a hold lasting
-        // until something sent from now on is acknowledged.
-        tp.undo_marker = s.ca_state != CaState::Open;
-        tp.high_seq = tp.snd_nxt;
-        tp.is_cwnd_limited = s.cwnd_limited;
-        tp.max_packets_out = if s.cwnd_limited { tp.snd_cwnd } else { 0 };
-        if let Some(srtt) = s.srtt_us {
-            tp.srtt_us = srtt;
-            tp.update_pacing_rate(self.profile.pacing_ss_ratio, self.profile.pacing_ca_ratio);
-        }
-        let _ = self.drain_events().count();
-        Ok(())
-    }
-
-    /// `pkts_acked` alone (the `delayed_ack` EWMA in Open; CUBIC's delay sample into
-    /// `delay_min` and HyStart), with `ack.acked_pkts` packets (at least 1) and `ack.rtt_us`.
-    pub fn hook_pkts_acked(&mut self, ack: &AckEvent) {
-        self.t_us = ack.now_us;
-        self.before_growth.close();
-        let now_j = self.clock.jiffies(ack.now_us);
-        self.pkts_acked(ack, now_j);
-    }
-
-    /// `cong_avoid` alone: the era's cwnd-limited test (old rules:
-    /// [`AckEvent::prior_in_flight`]), slow start, the growth function and the AI
-    /// step, with `ack.acked_pkts` as `acked`. 2.6.20 - 2.6.22 take their timestamp delay
-    /// sample here, from the echoed timestamp's RTT: `ack.seq_rtt_us` (the oldest acknowledged
-    /// packet's, which a delayed ACK echoes), else `ack.rtt_us`; not on a dubious ACK (the
-    /// state is not Open, or `ack.loss` is set).
-    pub fn hook_cong_avoid(&mut self, ack: &AckEvent) {
-        self.t_us = ack.now_us;
-        self.before_growth.close();
-        let now_j = self.clock.jiffies(ack.now_us);
-        let prior_in_flight = ack.prior_in_flight();
-        self.cong_avoid(ack, now_j, prior_in_flight);
-    }
-
-    /// The algorithm's `ssthresh` op (it also ends the epoch and records `last_max_cwnd` /
-    /// `loss_cwnd`, as the kernel's does); cwnd and `snd_ssthresh` are not changed.
-    pub fn hook_ssthresh(&mut self) -> u32 {
-        self.before_growth.close();
-        self.alg_ssthresh()
-    }
-
-    /// `cwnd_event(CA_EVENT_TX_START)` alone, as `tcp_event_data_sent()` raises it when data
-    /// is sent with nothing in flight, `idle_jiffies` after the last send (`tcp_jiffies32 -
-    /// tp->lsndtime`). CUBIC from 30927520dbae (2015, profile key `idle_restart`) moves
-    /// `epoch_start` by the idle time; the other modules ignore it. Whole sends are
-    /// [`KernelCc::on_sent`].
-    pub fn hook_cwnd_event_tx_start(&mut self, now_us: u64, idle_jiffies: i32) {
-        self.before_growth.close();
-        self.t_us = now_us;
-        self.run_hook(now_us, |m, ctx| {
-            m.cwnd_event(ctx, CaEvent::TxStart { idle_jiffies })
-        });
-    }
-
-    /// `tcp_set_ca_state()`: the module's `set_state` (CUBIC / BIC reset on `Loss`:
-    /// `bictcp_reset`, HyStart reset), then the new state, without the rest of
-    /// `tcp_enter_loss`.
-    pub fn hook_set_state(&mut self, now_us: u64, state: CaState) {
-        self.before_growth.close();
-        self.t_us = now_us;
-        self.run_hook(now_us, |m, ctx| m.set_state(ctx, state));
-        self.tp.ca_state = state;
-    }
+    /// `snd_una` after `snd_nxt` (nothing can be acknowledged before it is sent).
+    #[error("snd_una {snd_una} is after snd_nxt {snd_nxt}")]
+    UnaAfterNxt {
+        /// The requested `snd_una`.
+        snd_una: u64,
+        /// The requested (or kept) `snd_nxt`.
+        snd_nxt: u64,
+    },
 }

@@ -137,33 +137,49 @@
 //!   names the state types (everything else of the model is private);
 //! - a *quinn adapter* that converts quinn's bytes and `Instant`s into that model and
 //!   implements `quinn_proto::congestion::Controller`.
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![warn(unnameable_types)]
 
-// The kernel model's modules are private: the stable ways in are the re-exports below, the
+// The kernel model's modules are private: the ways in are the re-exports below, the
 // front-page modules (`events`, `observer`, `profile`, `profile_kinds`, `spec`), the model
-// (`engine`) and its hook-by-hook API (`hooks`). With the `testing` feature (this crate's own
-// tests and fuzz target, not a stable API) they are public, hidden from the docs.
+// (`engine`) and its hook-by-hook API (`hooks`). The crate's tests use this same crate: the
+// ones that reach into private modules are unit tests (`src/tests`).
 
-mod ack;
-/// The kernel model's modules: private, public (hidden from the docs) with `testing`.
-macro_rules! model_modules {
-    ($($name:ident),* $(,)?) => {
-        $(
-            #[cfg(feature = "testing")]
-            #[doc(hidden)]
-            pub mod $name;
-            #[cfg(not(feature = "testing"))]
-            mod $name;
-        )*
+/// Public getters (and, where named, setters) for a model type whose fields stay private to
+/// the crate: `getter = field: Type[, setter];`, each with the doc comment given.
+macro_rules! accessors {
+    ($ty:ident { $( $(#[$meta:meta])* $get:ident = $field:ident : $t:ty $(, $set:ident)? ; )* }) => {
+        impl $ty {
+            $(
+                $(#[$meta])*
+                #[inline]
+                pub fn $get(&self) -> $t {
+                    self.$field
+                }
+                $(
+                    #[doc = concat!("Set [`", stringify!($ty), "::", stringify!($get), "`].")]
+                    #[inline]
+                    pub fn $set(&mut self, value: $t) {
+                        self.$field = value;
+                    }
+                )?
+            )*
+        }
     };
 }
-model_modules!(adapter, bic, clock, cuberoot, cubic, factory, reno, tcp_cong, tcp_sock);
+pub(crate) use accessors;
+
+mod adapter;
 pub mod autotune;
-mod cc_module;
+mod bic;
+mod clock;
+mod cuberoot;
+mod cubic;
 mod driver;
 pub mod engine;
 pub mod events;
+mod factory;
 mod hook_setters;
 pub mod hooks;
 pub mod observer;
@@ -172,11 +188,18 @@ pub mod profile;
 mod profile_builder;
 mod profile_keys;
 pub mod profile_kinds;
-#[cfg(feature = "testing")]
-pub mod script;
+mod reno;
+mod slow_start;
 pub mod spec;
 mod stamps;
-mod view;
+mod tcp_cong;
+mod tcp_sock;
+
+// The unit tests name the crate `hare_cc`, as the integration tests and users do.
+#[cfg(test)]
+extern crate self as hare_cc;
+#[cfg(test)]
+mod tests;
 
 pub use adapter::HareController;
 pub use events::{CcEvent, ExitReason, Phase, Snapshot};

@@ -328,36 +328,41 @@ fn unknown_key(key: &str) -> ProfileError {
     }
 }
 
+// Grouped by the hook that reads each switch (a switch read by several is under the first).
 profile_params! {
-    // ---- tcp_cubic / tcp_bic module parameters ----
-    /// CUBIC `beta` (x/1024): 819 up to 2.6.25, 717 from 2.6.26 (6b3d626321c1).
-    "beta" => beta: u32 = beta_range;
-    /// BIC `beta` (x/1024): 819 in every era (`tcp_bic.c` never changed it).
-    "bic_beta" => bic_beta: u32 = beta_range;
-    /// `bic_scale` (C = bic_scale * 10 / 1024 = 0.4): 41.
-    "bic_scale" => bic_scale: u32 = bic_scale_range;
-    /// `fast_convergence`: release more bandwidth when a new `last_max` is below the old one.
-    "fast_convergence" => fast_convergence: bool = any;
-    /// CUBIC `tcp_friendliness`: track the Reno-equivalent window (`beta_scale`).
-    "tcp_friendliness" => tcp_friendliness: bool = any;
-    /// `max_increment` (packets per 100 ms of RTT): BIC's binary-search cap and CUBIC v2.0/v2.1's
-    /// `min_cnt` clamp: 16.
-    "max_increment" => max_increment: u32 = positive;
-    /// BIC `low_window`: Reno-like below this cwnd: 14.
-    "low_window" => low_window: u32 = any;
-    /// BIC `smooth_part`: 20.
-    "smooth_part" => smooth_part: u32 = any;
-    /// `initial_ssthresh` module parameter (0 = off): 100 in 2.6.20, 0 from 66e1e3b20cbb
-    /// (2.6.22). Like the kernel, CUBIC ignores it while HyStart is on.
-    "initial_ssthresh" => initial_ssthresh: u32 = any;
+    // ---- read by `init` (`tcp_init_congestion_control()`, module load: the window, the clamps and the clocks) ----
+    /// Initial cwnd in segments; 0 = RFC 3390 by segment size (2/3/4, up to 2.6.38);
+    /// 10 from 2.6.39 (IW10).
+    "initial_cwnd" => initial_cwnd: u32 = any;
+    /// `snd_cwnd_clamp`: 65535 in 2.6.20 (a u16), 2^32 - 1 later.
+    "cwnd_clamp" => cwnd_clamp: u32 = positive;
     /// A per-path ssthresh like the `ssthresh` route metric (`RTAX_SSTHRESH`), applied at init
     /// whatever the slow-start strategy (0 = none). Not a kernel module parameter.
     "route_ssthresh" => route_ssthresh: u32 = any;
-
-    // ---- slow start ----
-    /// Slow-start strategy: `standard`, `hystart` (kernel HyStart of this era), `hystart++`
-    /// (RFC 9406) or `limited` (RFC 3742 with `max_ssthresh`).
-    "slow_start" => slow_start: SlowStartKind = any;
+    /// `initial_ssthresh` module parameter (0 = off): 100 in 2.6.20, 0 from 66e1e3b20cbb
+    /// (2.6.22). Like the kernel, CUBIC ignores it while HyStart is on.
+    "initial_ssthresh" => initial_ssthresh: u32 = any;
+    /// `bic_scale` (C = bic_scale * 10 / 1024 = 0.4): 41.
+    "bic_scale" => bic_scale: u32 = bic_scale_range;
+    /// `snd_cwnd_cnt` width in bits: 16 (a `u16` to 2.6.23, so the 2.6.22 credit slow start
+    /// wraps from cwnd 32,768) or 32 (f78a1b38928, 2.6.24).
+    "cwnd_cnt_bits" => cwnd_cnt_bits: u32 = cnt_bits_range;
+    /// `HZ`: 250 in every profile (the Kconfig default, and this project's machines); the 2011
+    /// thread compared 250 and 1000.
+    "hz" => hz: u32 = hz_range;
+    /// Machine uptime (ms) when the controller is built: sets the jiffies counter
+    /// (`INITIAL_JIFFIES = -300 * HZ` at boot) and the ms/us clocks. Default 600000 (10 min):
+    /// clear of the first-5-minutes effect; `300000` puts jiffies at 0 on the first ACK.
+    "uptime_ms" => uptime_ms: u64 = any;
+    /// Clock of `delay_min` and HyStart: `jiffies`, `ms` or `us`.
+    "clock" => clock: ClockKind = any;
+    // ---- read by `pkts_acked` (the `delayed_ack` EWMA, the delay sample, HyStart, HyStart++) ----
+    /// CUBIC `delayed_ack` EWMA: `u32`, `u16`, `capped` or `off`.
+    "delayed_ack" => delayed_ack: DelayedAck = any;
+    /// RTT sample source: `tsecr`, `jiffies-positive`, `jiffies-or-stamp` or `us`.
+    "rtt_sample" => rtt_sample: RttSample = any;
+    /// Delay-sample blackout after an epoch start: `always` or `epoch-started`.
+    "delay_blackout" => delay_blackout: DelayBlackout = any;
     /// HyStart `hystart_detect` bits: 1 = ACK train, 2 = delay increase.
     "hystart_detect" => hystart_detect: u32 = detect_range;
     /// HyStart `hystart_low_window` (segments): 16.
@@ -383,10 +388,10 @@ profile_params! {
     /// Where rounds restart: `cong-avoid`, `update-after-low-window` (5.16) or
     /// `update-before-low-window` (2025).
     "hystart_round_reset" => hystart_round_reset: RoundReset = any;
-    /// RFC 3742 `tcp_max_ssthresh` (segments, 0 = off; 2.6.22 - 3.12, 886236c1247a): in
-    /// those eras it acts in every slow start, as the sysctl did; elsewhere only under
-    /// `slow_start=limited`.
-    "max_ssthresh" => max_ssthresh: u32 = any;
+    /// Whether the sender paces: `auto` (quinn: yes), `yes`, `no`.
+    "paced" => paced: Paced = any;
+    /// `sk_gso_max_size` (bytes): 65536.
+    "gso_max_size" => gso_max_size: u32 = positive;
     /// HyStart++ `MIN_RTT_THRESH` in us (RFC 9406 section 4.3): 4000.
     "hspp_min_rtt_thresh_us" => hspp_min_rtt_thresh_us: u32 = any;
     /// HyStart++ `MAX_RTT_THRESH` in us: 16000.
@@ -401,23 +406,36 @@ profile_params! {
     "hspp_css_rounds" => hspp_css_rounds: u32 = any;
     /// HyStart++ `L` (segments per ACK) when not paced: 8 (infinite when paced).
     "hspp_l_unpaced" => hspp_l_unpaced: u32 = positive;
-
-    // ---- clocks ----
-    /// `HZ`: 250 in every profile (the Kconfig default, and this project's machines); the 2011
-    /// thread compared 250 and 1000.
-    "hz" => hz: u32 = hz_range;
-    /// Clock of `delay_min` and HyStart: `jiffies`, `ms` or `us`.
-    "clock" => clock: ClockKind = any;
-    /// RTT sample source: `tsecr`, `jiffies-positive`, `jiffies-or-stamp` or `us`.
-    "rtt_sample" => rtt_sample: RttSample = any;
-    /// Machine uptime (ms) when the controller is built: sets the jiffies counter
-    /// (`INITIAL_JIFFIES = -300 * HZ` at boot) and the ms/us clocks. Default 600000 (10 min):
-    /// clear of the first-5-minutes effect; `300000` puts jiffies at 0 on the first ACK.
-    "uptime_ms" => uptime_ms: u64 = any;
-    /// Delay-sample blackout after an epoch start: `always` or `epoch-started`.
-    "delay_blackout" => delay_blackout: DelayBlackout = any;
-
-    // ---- CUBIC growth function ----
+    // ---- read by `cong_avoid` (the cwnd-limited test, slow start, the growth function, the AI step) ----
+    /// cwnd-limited rule: `in-flight-2.6.20`, `in-flight`, `max-packets-out`, `cwnd-usage`.
+    "cwnd_limited" => cwnd_limited: CwndLimitedRule = any;
+    /// `sk_can_gso()` for the in-flight rules (TSO/GSO NICs: true).
+    "gso" => gso: bool = any;
+    /// `sysctl_tcp_tso_win_divisor`: 3.
+    "tso_win_divisor" => tso_win_divisor: u32 = any;
+    /// Slow-start test: `le` (`cwnd <= ssthresh`) or `lt` (`cwnd < ssthresh`, 4.3+).
+    "ss_compare" => ss_compare: SsCompare = any;
+    /// Slow-start strategy: `standard`, `hystart` (kernel HyStart of this era), `hystart++`
+    /// (RFC 9406) or `limited` (RFC 3742 with `max_ssthresh`).
+    "slow_start" => slow_start: SlowStartKind = any;
+    /// Slow-start increment: `per-ack`, `per-ack-cnt` or `acked`.
+    "ss_increment" => ss_increment: SsIncrement = any;
+    /// RFC 3742 `tcp_max_ssthresh` (segments, 0 = off; 2.6.22 - 3.12, 886236c1247a): in
+    /// those eras it acts in every slow start, as the sysctl did; elsewhere only under
+    /// `slow_start=limited`.
+    "max_ssthresh" => max_ssthresh: u32 = any;
+    /// `max_increment` (packets per 100 ms of RTT): BIC's binary-search cap and CUBIC v2.0/v2.1's
+    /// `min_cnt` clamp: 16.
+    "max_increment" => max_increment: u32 = positive;
+    /// BIC `low_window`: Reno-like below this cwnd: 14.
+    "low_window" => low_window: u32 = any;
+    /// BIC `smooth_part`: 20.
+    "smooth_part" => smooth_part: u32 = any;
+    /// BIC passes the slow-start leftover and the ACKed packets to `tcp_cong_avoid_ai` ("tcp:
+    /// fix stretch ACK bugs in BIC", 5.7); before it BIC stepped once per ACK.
+    "bic_stretch_ack" => bic_stretch_ack: bool = any;
+    /// CUBIC `tcp_friendliness`: track the Reno-equivalent window (`beta_scale`).
+    "tcp_friendliness" => tcp_friendliness: bool = any;
     /// Cube root: `newton` (2.6.20) or `table` (2.6.22+).
     "cube_root" => cube_root: CubeRootKind = any;
     /// `min_cnt` clamp: `always` (v2.0), `after-k` (v2.1) or `off` (v2.2+).
@@ -428,50 +446,32 @@ profile_params! {
     "pre_loss_key" => pre_loss_key: PreLossKey = any;
     /// Lowest `cnt`: 1 (`cnt == 0 -> 1`) or 2 (`max(cnt, 2)`, 2015: at most 1.5x per RTT).
     "cnt_floor" => cnt_floor: u32 = positive;
-    /// CUBIC `delayed_ack` EWMA: `u32`, `u16`, `capped` or `off`.
-    "delayed_ack" => delayed_ack: DelayedAck = any;
     /// Recompute `cnt` at most once per jiffy (d6b1a8a92a14, 2015).
     "jiffy_skip" => jiffy_skip: bool = any;
     /// CUBIC's `t` expression: `u32` (to 2.6.38), `ulong` (2.6.39 - 3.x, the `unsigned long`
     /// of `msecs_to_jiffies`) or `s64` (4.1+).
     "cubic_t" => cubic_t: CubicTime = any;
+    /// Additive-increase step: `per-ack` or `acked`.
+    "ai_step" => ai_step: AiStep = any;
+    // ---- read by `ssthresh` (the reduction) ----
+    /// CUBIC `beta` (x/1024): 819 up to 2.6.25, 717 from 2.6.26 (6b3d626321c1).
+    "beta" => beta: u32 = beta_range;
+    /// BIC `beta` (x/1024): 819 in every era (`tcp_bic.c` never changed it).
+    "bic_beta" => bic_beta: u32 = beta_range;
+    /// `fast_convergence`: release more bandwidth when a new `last_max` is below the old one.
+    "fast_convergence" => fast_convergence: bool = any;
+    // ---- read by `undo_cwnd` and `cwnd_event` ----
+    /// `undo_cwnd` rule: `last-max`, `loss-cwnd` or `prior-cwnd` (never used by quinn 0.11).
+    "undo" => undo: UndoRule = any;
     /// Shift `epoch_start` by the idle time on `CA_EVENT_TX_START` (2015, 4.3+).
     "idle_restart" => idle_restart: bool = any;
-
-    // ---- tcp_sock machinery ----
-    /// Slow-start increment: `per-ack`, `per-ack-cnt` or `acked`.
-    "ss_increment" => ss_increment: SsIncrement = any;
-    /// `snd_cwnd_cnt` width in bits: 16 (a `u16` to 2.6.23, so the 2.6.22 credit slow start
-    /// wraps from cwnd 32,768) or 32 (f78a1b38928, 2.6.24).
-    "cwnd_cnt_bits" => cwnd_cnt_bits: u32 = cnt_bits_range;
-    /// BIC passes the slow-start leftover and the ACKed packets to `tcp_cong_avoid_ai` ("tcp:
-    /// fix stretch ACK bugs in BIC", 5.7); before it BIC stepped once per ACK.
-    "bic_stretch_ack" => bic_stretch_ack: bool = any;
+    // ---- read by the driver around the hooks (`tcp_ack()`'s order, `tcp_max_burst()`, the pacing rate, MTU probing) ----
     /// Order of growth and loss reaction in one ACK: `avoid-first` (2.6.x/3.x) or
     /// `alert-first` (4.x+).
     "ack_order" => ack_order: AckOrder = any;
-    /// Slow-start test: `le` (`cwnd <= ssthresh`) or `lt` (`cwnd < ssthresh`, 4.3+).
-    "ss_compare" => ss_compare: SsCompare = any;
-    /// Additive-increase step: `per-ack` or `acked`.
-    "ai_step" => ai_step: AiStep = any;
-    /// cwnd-limited rule: `in-flight-2.6.20`, `in-flight`, `max-packets-out`, `cwnd-usage`.
-    "cwnd_limited" => cwnd_limited: CwndLimitedRule = any;
-    /// `sk_can_gso()` for the in-flight rules (TSO/GSO NICs: true).
-    "gso" => gso: bool = any;
-    /// `sysctl_tcp_tso_win_divisor`: 3.
-    "tso_win_divisor" => tso_win_divisor: u32 = any;
     /// `tp->reordering`: 3. It is `tcp_max_burst()` from 2.6.26; 2.6.20 - 2.6.25 burst by a
     /// constant 3 whatever it says (the model has no other use for it).
     "reordering" => reordering: u32 = any;
-    /// Initial cwnd in segments; 0 = RFC 3390 by segment size (2/3/4, up to 2.6.38);
-    /// 10 from 2.6.39 (IW10).
-    "initial_cwnd" => initial_cwnd: u32 = any;
-    /// `snd_cwnd_clamp`: 65535 in 2.6.20 (a u16), 2^32 - 1 later.
-    "cwnd_clamp" => cwnd_clamp: u32 = positive;
-    /// `sk_gso_max_size` (bytes): 65536.
-    "gso_max_size" => gso_max_size: u32 = positive;
-    /// Whether the sender paces: `auto` (quinn: yes), `yes`, `no`.
-    "paced" => paced: Paced = any;
     /// `tcp_pacing_ss_ratio` (%) of the pacing-rate estimate: 200 from 3.12; 0 (no pacing
     /// rate: `sk_pacing_rate` and `tcp_update_pacing_rate()` came with 3.12) before.
     "pacing_ss_ratio" => pacing_ss_ratio: u32 = any;
@@ -481,8 +481,6 @@ profile_params! {
     /// `~0U` = 4294967295 while `sk_pacing_rate` was a u32 (3.12 - 4.19), unlimited (`~0UL`,
     /// 18446744073709551615) once 4.20 made it an `unsigned long`.
     "max_pacing_rate" => max_pacing_rate: u64 = any;
-    /// `undo_cwnd` rule: `last-max`, `loss-cwnd` or `prior-cwnd` (never used by quinn 0.11).
-    "undo" => undo: UndoRule = any;
     /// `tcp_mtup_probe_success` also sets `snd_ssthresh` (9c6d5e5537e, 2.6.37; before it the
     /// value went to `rcv_ssthresh` by mistake).
     "mtu_probe_ssthresh" => mtu_probe_ssthresh: bool = any;

@@ -3,32 +3,35 @@
 //! `tcp_cong_avoid_ai(tp, snd_cwnd)` (+1 per window of ACKs, or of packets from 2015);
 //! ssthresh is half the window. Reno has no `init`, `pkts_acked` or `set_state`; a spec that
 //! names `slow_start=hystart` (or `hystart++`) for Reno gets CUBIC's code for it
-//! ([`CubicSlowStart`]), a combination no kernel had.
+//! ([`SlowStart`]), a combination no kernel had.
 
-use crate::bic::named_slow_start;
-use crate::cubic::CubicSlowStart;
 use crate::ops::{AckSample, CaEvent, CongAvoidArgs, CongestionOps, OpsCtx};
 use crate::profile::{Algorithm, Profile};
+use crate::slow_start::SlowStart;
 use crate::tcp_cong;
 use crate::tcp_sock::{CaState, TcpSock};
 
 // `tcp_reno_ssthresh` / `tcp_reno_undo_cwnd` by Reno's path (the crate's tests use them).
-#[cfg_attr(not(feature = "testing"), allow(unused_imports))]
+#[allow(unused_imports)]
 pub use crate::tcp_cong::{reno_ssthresh, reno_undo_cwnd};
 
 /// Reno: no private state in the kernel.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Reno {
+    pub(crate) named_slow_start: Option<SlowStart>,
+}
+
+crate::accessors!(Reno {
     /// CUBIC's slow-start code, only when a spec names HyStart or HyStart++ for Reno
     /// (non-kernel).
-    pub named_slow_start: Option<CubicSlowStart>,
-}
+    named_slow_start = named_slow_start: Option<SlowStart>;
+});
 
 impl Reno {
     /// Reno for a profile (the named non-kernel slow start, if any).
     pub fn new(p: &Profile) -> Self {
         Reno {
-            named_slow_start: named_slow_start(p, Algorithm::Reno),
+            named_slow_start: SlowStart::named_for(p, Algorithm::Reno),
         }
     }
 }
@@ -79,7 +82,7 @@ impl CongestionOps for Reno {
 
     fn pkts_acked(&mut self, ctx: &mut OpsCtx<'_>, sample: &AckSample) {
         if let Some(ss) = &mut self.named_slow_start {
-            ss.pkts_acked(ctx, 0, sample.rtt_us);
+            ss.sample_acked(ctx, 0, sample.rtt_us);
         }
     }
 

@@ -11,7 +11,7 @@
 //! writing `/sys/module/tcp_cubic/parameters/*`); they are checked by [`Profile::set`], and a
 //! key the chosen algorithm does not use is refused with the keys it has
 //! ([`Profile::keys_for`], [`SpecError::KeyNotUsed`]: `reno@linux-6,beta=700` gives "reno has
-//! no key \`beta\`; its keys are route_ssthresh, slow_start, ..."). For
+//! no key \`beta\`; its keys are initial_cwnd, cwnd_clamp, ..."). For
 //! quinn's controllers the keys are `initial_window` (bytes, all three) and
 //! `loss_reduction_factor` (`quinn-newreno`). Examples: `cubic`, `cubic@linux-2.6.20`,
 //! `cubic@linux-6,hystart=0,initial_ssthresh=100,hz=250`, `bic@linux-2.6.20`, `reno`,
@@ -538,7 +538,7 @@ mod tests {
         let text = e.to_string();
         assert!(
             text.starts_with(
-                "reno has no key `beta`; its keys are route_ssthresh, slow_start, hz, "
+                "reno has no key `beta`; its keys are initial_cwnd, cwnd_clamp, route_ssthresh, "
             ),
             "{text}"
         );

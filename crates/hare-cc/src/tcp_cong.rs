@@ -62,10 +62,13 @@ fn drain_credit(tp: &mut TcpSock) -> u32 {
 
 /// 4.x+ `tcp_slow_start(tp, acked)`: `cwnd = min(cwnd + acked, ssthresh)`, returning the
 /// ACKed packets left over for congestion avoidance.
+///
+/// u32 arithmetic as the kernel's (`net/ipv4/tcp_cong.c`, 4.4 and 6.x alike): the sum wraps
+/// at 2^32, and so does the leftover `acked -= cwnd - snd_cwnd`. Only a window within
+/// `acked` of 2^32 (a `snd_cwnd_clamp` and ssthresh beyond 2^31) gets there.
 pub fn slow_start_acked(tp: &mut TcpSock, acked: u32) -> u32 {
-    let cwnd = tp.snd_cwnd.saturating_add(acked).min(tp.snd_ssthresh);
-    let used = cwnd.saturating_sub(tp.snd_cwnd);
-    let left = acked - used.min(acked);
+    let cwnd = tp.snd_cwnd.wrapping_add(acked).min(tp.snd_ssthresh);
+    let left = acked.wrapping_sub(cwnd.wrapping_sub(tp.snd_cwnd));
     tp.snd_cwnd = cwnd.min(tp.snd_cwnd_clamp);
     left
 }
@@ -118,20 +121,24 @@ pub fn cong_avoid_ai_per_ack(tp: &mut TcpSock, w: u32) {
 }
 
 /// 2015+ `tcp_cong_avoid_ai(tp, w, acked)` (e73ebb0881ea): +1 per `w` packets ACKed.
+///
+/// u32 arithmetic as the kernel's: `snd_cwnd + 1`, `snd_cwnd + delta` and `snd_cwnd_cnt +
+/// acked` wrap at 2^32 before the clamp is applied (only a clamp near 2^32 lets a window get
+/// there). `w` 0, a kernel division by zero, is taken as 1 (never reached: CUBIC and BIC
+/// floor `cnt` at 1, Reno passes cwnd >= 1).
 #[inline(always)]
 pub fn cong_avoid_ai_acked(tp: &mut TcpSock, w: u32, acked: u32) {
-    // w >= 1 always here (cnt is floored at 1 or 2, Reno passes cwnd >= 1); guard anyway.
     let w = w.max(1);
     // If credits accumulated at a higher w, apply them gently now.
     if tp.snd_cwnd_cnt >= w {
         tp.snd_cwnd_cnt = 0;
-        tp.snd_cwnd = tp.snd_cwnd.saturating_add(1);
+        tp.snd_cwnd = tp.snd_cwnd.wrapping_add(1);
     }
-    tp.snd_cwnd_cnt = tp.snd_cwnd_cnt.saturating_add(acked);
+    tp.snd_cwnd_cnt = tp.snd_cwnd_cnt.wrapping_add(acked);
     if tp.snd_cwnd_cnt >= w {
         let delta = tp.snd_cwnd_cnt / w;
         tp.snd_cwnd_cnt -= delta * w;
-        tp.snd_cwnd = tp.snd_cwnd.saturating_add(delta);
+        tp.snd_cwnd = tp.snd_cwnd.wrapping_add(delta);
     }
     tp.snd_cwnd = tp.snd_cwnd.min(tp.snd_cwnd_clamp);
 }
@@ -241,5 +248,43 @@ pub fn reno_undo_cwnd(cwnd: u32, ssthresh: u32, prior_cwnd: u32, rule: UndoRule)
     match rule {
         UndoRule::PriorCwnd => cwnd.max(prior_cwnd),
         UndoRule::LastMax | UndoRule::LossCwnd => cwnd.max(ssthresh << 1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sock(cwnd: u32, ssthresh: u32, cnt: u32) -> TcpSock {
+        let mut tp = TcpSock::new(cwnd, u32::MAX, 1448);
+        tp.snd_ssthresh = ssthresh;
+        tp.snd_cwnd_cnt = cnt;
+        tp
+    }
+
+    #[test]
+    fn slow_start_wraps_at_2_32_as_the_kernels_u32() {
+        // min(snd_cwnd + acked, ssthresh) with the sum wrapped: 2^32 - 2 + 5 = 3; the
+        // leftover 5 - (3 - (2^32 - 2)) wraps back to 0.
+        let mut tp = sock(u32::MAX - 1, u32::MAX, 0);
+        assert_eq!(slow_start_acked(&mut tp, 5), 0);
+        assert_eq!(tp.snd_cwnd, 3);
+        // Below the wrap: the ordinary step, leftover past ssthresh.
+        let mut tp = sock(100, 104, 0);
+        assert_eq!(slow_start_acked(&mut tp, 10), 6);
+        assert_eq!(tp.snd_cwnd, 104);
+    }
+
+    #[test]
+    fn additive_increase_wraps_at_2_32_as_the_kernels_u32() {
+        // Credits from a higher w: snd_cwnd + 1 wraps to 0, then 3 packets at w 2: +1.
+        let mut tp = sock(u32::MAX, u32::MAX, 5);
+        cong_avoid_ai_acked(&mut tp, 2, 3);
+        assert_eq!((tp.snd_cwnd, tp.snd_cwnd_cnt), (1, 1));
+        // snd_cwnd_cnt + acked wraps: (2^32 - 2) + 3 = 1, below w: no step (saturating
+        // would have reached w and stepped).
+        let mut tp = sock(1000, 10, u32::MAX - 1);
+        cong_avoid_ai_acked(&mut tp, u32::MAX, 3);
+        assert_eq!((tp.snd_cwnd, tp.snd_cwnd_cnt), (1000, 1));
     }
 }

@@ -33,57 +33,73 @@ pub enum CaState {
 /// The congestion-control view of `struct tcp_sock`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TcpSock {
+    pub(crate) snd_cwnd: u32,
+    pub(crate) snd_cwnd_cnt: u32,
+    pub(crate) snd_ssthresh: u32,
+    pub(crate) snd_cwnd_clamp: u32,
+    pub(crate) prior_cwnd: u32,
+    pub(crate) prior_ssthresh: u32,
+    pub(crate) snd_nxt: u64,
+    pub(crate) snd_una: u64,
+    pub(crate) packets_out: u32,
+    pub(crate) max_packets_out: u32,
+    pub(crate) cwnd_usage_seq: u64,
+    pub(crate) is_cwnd_limited: bool,
+    pub(crate) ca_state: CaState,
+    pub(crate) high_seq: u64,
+    pub(crate) undo_marker: bool,
+    pub(crate) srtt_us: u32,
+    pub(crate) mss: u32,
+    pub(crate) lsndtime: u32,
+    pub(crate) pacing: PacingInputs,
+    pub(crate) cwnd_cnt_mask: u32,
+}
+
+crate::accessors!(TcpSock {
     /// `snd_cwnd` (segments).
-    pub snd_cwnd: u32,
+    snd_cwnd = snd_cwnd: u32;
     /// `snd_cwnd_cnt`: the linear-increase counter.
-    pub snd_cwnd_cnt: u32,
+    snd_cwnd_cnt = snd_cwnd_cnt: u32;
     /// `snd_ssthresh` (segments; `TCP_INFINITE_SSTHRESH` = unset).
-    pub snd_ssthresh: u32,
+    snd_ssthresh = snd_ssthresh: u32;
     /// `snd_cwnd_clamp`.
-    pub snd_cwnd_clamp: u32,
+    snd_cwnd_clamp = snd_cwnd_clamp: u32;
     /// `prior_cwnd` (cwnd before the last reduction; modern undo).
-    pub prior_cwnd: u32,
+    prior_cwnd = prior_cwnd: u32;
     /// `prior_ssthresh` (`tcp_current_ssthresh()` before the last reduction).
-    pub prior_ssthresh: u32,
+    prior_ssthresh = prior_ssthresh: u32;
     /// `snd_nxt`: next packet number to be sent.
-    pub snd_nxt: u64,
+    snd_nxt = snd_nxt: u64;
     /// `snd_una`: largest acknowledged packet number + 1.
-    pub snd_una: u64,
+    snd_una = snd_una: u64;
     /// `packets_out` (packets in flight).
-    pub packets_out: u32,
+    packets_out = packets_out: u32;
     /// `max_packets_out` of the current window (3.16+).
-    pub max_packets_out: u32,
+    max_packets_out = max_packets_out: u32;
     /// `max_packets_seq` / `cwnd_usage_seq`: `snd_nxt` when `max_packets_out` was taken.
-    pub cwnd_usage_seq: u64,
+    cwnd_usage_seq = cwnd_usage_seq: u64;
     /// `is_cwnd_limited` of the current window (3.16+).
-    pub is_cwnd_limited: bool,
+    is_cwnd_limited = is_cwnd_limited: bool;
     /// `icsk_ca_state`.
-    pub ca_state: CaState,
+    ca_state = ca_state: CaState;
     /// `high_seq` of a Disorder hold: `snd_nxt` when it began (the model's Recovery and Loss
     /// episodes end when the adapter says their `high_seq` was acknowledged).
-    pub high_seq: u64,
+    high_seq = high_seq: u64;
     /// `undo_marker != 0`: the last Recovery or Loss entry could still be undone (set on
     /// entering them, cleared by `tcp_enter_cwr()` and when a Disorder hold ends).
-    pub undo_marker: bool,
+    undo_marker = undo_marker: bool;
     /// `srtt_us` (us << 3), 0 before the first sample.
-    pub srtt_us: u32,
+    srtt_us = srtt_us: u32;
     /// `mss_cache` (bytes).
-    pub mss: u32,
+    mss = mss: u32;
     /// `lsndtime`: jiffies of the last data sent.
-    pub lsndtime: u32,
-    /// What the last `tcp_update_pacing_rate()` saw; the rate itself is computed from it
-    /// when read ([`TcpSock::pacing_rate`]), which gives the same value without two 64-bit
-    /// divisions on every ACK.
-    pub pacing: PacingInputs,
-    /// Mask of the `snd_cwnd_cnt` field's width: `0xffff` while it was a `u16` (to 2.6.23),
-    /// `u32::MAX` from f78a1b38928 (2.6.24).
-    pub cwnd_cnt_mask: u32,
-}
+    lsndtime = lsndtime: u32;
+});
 
 impl TcpSock {
     /// A fresh socket with `cwnd` segments, infinite ssthresh and the given clamp, with a
     /// 32-bit `snd_cwnd_cnt` (see [`TcpSock::with_cwnd_cnt_bits`]).
-    pub fn new(cwnd: u32, clamp: u32, mss: u32) -> Self {
+    pub(crate) fn new(cwnd: u32, clamp: u32, mss: u32) -> Self {
         TcpSock {
             snd_cwnd: cwnd.min(clamp),
             snd_cwnd_cnt: 0,
@@ -109,7 +125,7 @@ impl TcpSock {
     }
 
     /// The same socket with a `snd_cwnd_cnt` of `bits` bits (16 up to 2.6.23, else 32).
-    pub fn with_cwnd_cnt_bits(mut self, bits: u32) -> Self {
+    pub(crate) fn with_cwnd_cnt_bits(mut self, bits: u32) -> Self {
         self.cwnd_cnt_mask = if bits == 16 { 0xffff } else { u32::MAX };
         self
     }
@@ -138,7 +154,7 @@ impl TcpSock {
     /// `tcp_cwnd_validate()` bookkeeping after a send: `now_limited` is
     /// `packets_in_flight >= cwnd` after the send.
     #[inline]
-    pub fn cwnd_validate(&mut self, rule: CwndLimitedRule, now_limited: bool) {
+    pub(crate) fn cwnd_validate(&mut self, rule: CwndLimitedRule, now_limited: bool) {
         let window_done = self.snd_una >= self.cwnd_usage_seq;
         let update = match rule {
             CwndLimitedRule::InFlightV1 | CwndLimitedRule::InFlight => false,
@@ -160,7 +176,7 @@ impl TcpSock {
 
     /// `tcp_rtt_estimator()`'s smoothed RTT (`srtt = 7/8 srtt + 1/8 m`, in us << 3).
     #[inline]
-    pub fn rtt_estimator(&mut self, rtt_us: u64) {
+    pub(crate) fn rtt_estimator(&mut self, rtt_us: u64) {
         let m = rtt_us.min(u64::from(u32::MAX >> 4)) as i64;
         let srtt = i64::from(self.srtt_us);
         let next = if srtt != 0 {
@@ -174,7 +190,7 @@ impl TcpSock {
     /// `tcp_update_pacing_rate()` (run at the end of every ACK): records its inputs; the
     /// rate is [`TcpSock::pacing_rate`].
     #[inline]
-    pub fn update_pacing_rate(&mut self, ss_ratio: u32, ca_ratio: u32) {
+    pub(crate) fn update_pacing_rate(&mut self, ss_ratio: u32, ca_ratio: u32) {
         let ratio = if self.snd_cwnd < self.snd_ssthresh / 2 {
             ss_ratio
         } else {
@@ -185,6 +201,7 @@ impl TcpSock {
             segs: self.snd_cwnd.max(self.packets_out),
             srtt_us: self.srtt_us,
             ratio,
+            given: 0,
         };
     }
 
@@ -206,23 +223,34 @@ impl TcpSock {
 
 /// The inputs of one `tcp_update_pacing_rate()` call (see [`TcpSock::pacing_rate`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PacingInputs {
+pub(crate) struct PacingInputs {
     /// `mss_cache` at the time.
-    pub mss: u32,
+    pub(crate) mss: u32,
     /// `max(snd_cwnd, packets_out)`.
-    pub segs: u32,
+    pub(crate) segs: u32,
     /// `srtt_us` (us << 3); 0 means no update yet.
-    pub srtt_us: u32,
+    pub(crate) srtt_us: u32,
     /// The ratio in percent (`pacing_ss_ratio` or `pacing_ca_ratio`).
-    pub ratio: u32,
+    pub(crate) ratio: u32,
+    /// A rate given as it is (bytes per second, [`PacingInputs::given`]), read while no
+    /// `tcp_update_pacing_rate()` has run since (`srtt_us` and `segs` 0).
+    pub(crate) given: u64,
 }
 
 impl PacingInputs {
+    /// A captured `sk_pacing_rate` of `rate` bytes per second, until the next update.
+    pub(crate) fn given(rate: u64) -> Self {
+        PacingInputs {
+            given: rate,
+            ..PacingInputs::default()
+        }
+    }
+
     /// `rate = mss * (USEC_PER_SEC / 100) << 3 * ratio * segs / srtt_us`, 0 before any update.
     fn rate(&self) -> u64 {
         const SCALE: u64 = (1_000_000 / 100) << 3;
         if self.srtt_us == 0 && self.segs == 0 {
-            return 0;
+            return self.given;
         }
         let srtt = u64::from(self.srtt_us.max(1));
         // u64 when it fits; u128 only for products beyond 2^64 (huge windows).

@@ -23,9 +23,11 @@
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
-use hare_cc::script::{ScriptDriver, ScriptEvent};
+mod script;
+
 use hare_cc::{CcSpec, Observer, Profile};
 use quinn_proto::congestion::Controller;
+use script::{ScriptDriver, ScriptEvent};
 
 /// xorshift64: a fixed, seedable stream (the digest must not depend on a library's version).
 struct Rng(u64);

@@ -82,8 +82,8 @@ fn linux_2_6_20_cubic_leaves_slow_start_at_100_then_grows_2_percent() {
     // cnt = 50 scaled by delayed_ack = 32 (2 packets per ACK): 25 -> +1 every 26 ACKs,
     // i.e. cwnd / 52 per RTT (1.92%).
     if let hare_cc::engine::CcModule::Cubic(c) = d.cc.module() {
-        assert_eq!(c.delayed_ack, 32);
-        assert_eq!(c.cnt, 25);
+        assert_eq!(c.delayed_ack(), 32);
+        assert_eq!(c.cnt(), 25);
     }
     let n = rtts_between(&d, 101, 8000);
     println!("2.6.20 cubic, ACK every 2nd packet: {n} RTTs");
@@ -93,8 +93,8 @@ fn linux_2_6_20_cubic_leaves_slow_start_at_100_then_grows_2_percent() {
     let mut d = Driver::new(Algorithm::Cubic, &p, false, ten_gig(1));
     assert!(d.run_until(60_000_000, |d| d.cc.cwnd() >= 8000));
     if let hare_cc::engine::CcModule::Cubic(c) = d.cc.module() {
-        assert_eq!(c.delayed_ack, 31);
-        assert_eq!(c.cnt, 25);
+        assert_eq!(c.delayed_ack(), 31);
+        assert_eq!(c.cnt(), 25);
     }
     let n = rtts_between(&d, 101, 8000);
     let a = d.first_time_cwnd_at_least(101).unwrap_or(0);

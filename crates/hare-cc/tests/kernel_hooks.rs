@@ -1,10 +1,10 @@
 //! The hook-by-hook API from a chosen state (`hare_cc::hooks`): what a differential test
 //! against the kernel sources drives.
 
-use hare_cc::cubic::Cubic;
 use hare_cc::engine::{AckEvent, CcModule, KernelCc};
+use hare_cc::hooks::CaState;
+use hare_cc::hooks::Cubic;
 use hare_cc::hooks::{StartError, StartState};
-use hare_cc::tcp_sock::CaState;
 use hare_cc::{Algorithm, Profile};
 
 fn profile(name: &str, kv: &[(&str, &str)]) -> Profile {
@@ -25,11 +25,11 @@ fn cubic_linux_6_update_from_a_given_state() {
     let now_us = 5_000_000;
     let now_j = cc.clock().jiffies(now_us);
     let mut c = Cubic::new(&p);
-    c.last_max_cwnd = 850;
-    c.bic_origin_point = 850;
-    c.bic_k = 7380;
-    c.ss.delay_min = 80_000;
-    c.epoch_start = now_j.wrapping_sub(1000);
+    c.set_last_max_cwnd(850);
+    c.set_bic_origin_point(850);
+    c.set_bic_k(7380);
+    c.set_delay_min(80_000);
+    c.set_epoch_start(now_j.wrapping_sub(1000));
     let start = StartState {
         cwnd: 700,
         ssthresh: Some(500),
@@ -46,15 +46,15 @@ fn cubic_linux_6_update_from_a_given_state() {
     let CcModule::Cubic(after) = cc.module() else {
         panic!("cubic")
     };
-    assert_eq!(after.cnt, 12);
-    assert_eq!((cc.cwnd(), cc.tcp_sock().snd_cwnd_cnt), (700, 1));
+    assert_eq!(after.cnt(), 12);
+    assert_eq!((cc.cwnd(), cc.tcp_sock().snd_cwnd_cnt()), (700, 1));
     // ssthresh op (bictcp_recalc_ssthresh): 700 < last_max 850, so fast convergence sets
     // last_max = 700 * (1024 + 717) / 2048 = 595; ssthresh = 700 * 717 / 1024 = 490.
     assert_eq!(cc.hook_ssthresh(), 490);
     let CcModule::Cubic(after) = cc.module() else {
         panic!("cubic")
     };
-    assert_eq!(after.last_max_cwnd, 595);
+    assert_eq!(after.last_max_cwnd(), 595);
     assert_eq!(cc.epoch_start(), 0);
 }
 
@@ -70,7 +70,7 @@ fn bic_pkts_acked_only_in_open_and_set_state_loss_resets() {
     };
     cc.hook_pkts_acked(&ack);
     let delayed_ack = |cc: &KernelCc| match cc.module() {
-        CcModule::Bic(b) => b.delayed_ack,
+        CcModule::Bic(b) => b.delayed_ack(),
         _ => unreachable!("bic"),
     };
     assert_eq!(delayed_ack(&cc), 32 + 4 - 2);
@@ -137,7 +137,7 @@ fn tx_start_after_idle_moves_cubics_epoch_in_the_eras_that_do() {
         let now_us = 2_000_000;
         let now_j = cc.clock().jiffies(now_us);
         let mut c = Cubic::new(&p);
-        c.epoch_start = now_j.wrapping_sub(1000);
+        c.set_epoch_start(now_j.wrapping_sub(1000));
         let start = StartState {
             module: Some(CcModule::Cubic(c)),
             ..StartState::default()
@@ -177,7 +177,123 @@ fn the_first_data_ack_reads_the_pacing_rate_the_handshake_left() {
     });
     cc.establish(80_000);
     assert_eq!(cc.cwnd(), 10);
-    assert_eq!(cc.tcp_sock().srtt_us, 640_000);
+    assert_eq!(cc.tcp_sock().srtt_us(), 640_000);
     assert_eq!(cc.pacing_rate(), 300_000);
     assert_eq!(cc.hystart_ack_delay_us(), 1000);
+}
+
+#[test]
+fn start_state_sets_sequence_numbers_pacing_rate_and_clamp() {
+    let p = profile("linux-6", &[]);
+    let mut cc = KernelCc::new(Algorithm::Cubic, &p, true, 1448);
+    let start = StartState {
+        cwnd: 500,
+        snd_una: Some(1_000),
+        snd_nxt: Some(1_300),
+        // 64 KiB * 4 s / 1 GB/s = 262 us (hystart_ack_delay(), 5.6+).
+        pacing_rate: Some(1_000_000_000),
+        cwnd_clamp: Some(400),
+        ..StartState::default()
+    };
+    cc.start_from(&start).expect("valid");
+    let tp = cc.tcp_sock();
+    assert_eq!((tp.snd_una(), tp.snd_nxt()), (1_000, 1_300));
+    assert_eq!((cc.cwnd(), tp.snd_cwnd_clamp()), (400, 400));
+    assert_eq!(cc.pacing_rate(), 1_000_000_000);
+    assert_eq!(cc.hystart_ack_delay_us(), 262);
+    // The next ACK's tcp_update_pacing_rate() replaces the captured rate.
+    cc.on_ack(&AckEvent {
+        now_us: 10_000,
+        packets: 1,
+        acked_pkts: 1,
+        rtt_us: Some(10_000),
+        largest_acked: Some(1_000),
+        packets_in_flight: 299,
+        ..AckEvent::default()
+    });
+    assert_ne!(cc.pacing_rate(), 1_000_000_000);
+
+    let bad = StartState {
+        snd_una: Some(10),
+        snd_nxt: Some(5),
+        ..StartState::default()
+    };
+    assert_eq!(
+        cc.start_from(&bad),
+        Err(StartError::UnaAfterNxt {
+            snd_una: 10,
+            snd_nxt: 5
+        })
+    );
+}
+
+#[test]
+fn every_captured_kernel_field_is_set_and_read_through_the_hooks() {
+    // What a kernel-trace replay sets: tcp_sock fields through StartState, `struct bictcp`
+    // (HyStart's round included) through Cubic's setters, the clock through the profile.
+    let p = profile("linux-6", &[("hz", "250"), ("uptime_ms", "1000")]);
+    let mut cc = KernelCc::new(Algorithm::Cubic, &p, true, 1448);
+    let mut c = Cubic::new(&p);
+    c.set_cnt(7);
+    c.set_last_max_cwnd(900);
+    c.set_last_cwnd(800);
+    c.set_last_time(1234);
+    c.set_bic_origin_point(900);
+    c.set_bic_k(4000);
+    c.set_delay_min(20_000);
+    c.set_epoch_start(1000);
+    c.set_ack_cnt(3);
+    c.set_tcp_cwnd(790);
+    let h = c.slow_start_mut().hystart_mut();
+    h.set_sample_cnt(5);
+    h.set_found(0);
+    h.set_round_start(999);
+    h.set_end_seq(4242);
+    h.set_last_ack(1001);
+    h.set_curr_rtt(21_000);
+    let start = StartState {
+        cwnd: 800,
+        ssthresh: Some(1000),
+        snd_cwnd_cnt: 11,
+        cwnd_clamp: Some(5000),
+        ca_state: CaState::Open,
+        module: Some(CcModule::Cubic(c)),
+        snd_una: Some(4000),
+        snd_nxt: Some(4800),
+        pacing_rate: Some(12_345_678),
+        ..StartState::default()
+    };
+    cc.start_from(&start).expect("valid");
+    let tp = cc.tcp_sock();
+    assert_eq!(
+        (
+            tp.snd_cwnd(),
+            tp.snd_ssthresh(),
+            tp.snd_cwnd_cnt(),
+            tp.snd_cwnd_clamp()
+        ),
+        (800, 1000, 11, 5000)
+    );
+    assert_eq!((tp.snd_una(), tp.snd_nxt(), tp.mss()), (4000, 4800, 1448));
+    assert_eq!(tp.ca_state(), CaState::Open);
+    assert_eq!(cc.pacing_rate(), 12_345_678);
+    assert_eq!(cc.clock().hz(), 250);
+    let CcModule::Cubic(c) = cc.module() else {
+        panic!("cubic")
+    };
+    assert_eq!(
+        (c.cnt(), c.last_max_cwnd(), c.last_cwnd(), c.last_time()),
+        (7, 900, 800, 1234)
+    );
+    assert_eq!(
+        (c.bic_origin_point(), c.bic_k(), c.delay_min()),
+        (900, 4000, 20_000)
+    );
+    assert_eq!((c.epoch_start(), c.ack_cnt(), c.tcp_cwnd()), (1000, 3, 790));
+    let h = c.slow_start().hystart();
+    assert_eq!((h.sample_cnt(), h.found(), h.round_start()), (5, 0, 999));
+    assert_eq!(
+        (h.end_seq(), h.last_ack(), h.curr_rtt()),
+        (4242, 1001, 21_000)
+    );
 }

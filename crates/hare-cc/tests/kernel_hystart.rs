@@ -31,7 +31,7 @@ fn modern_delay_test_fires_on_the_ninth_sample_above_threshold() {
             m.ack(3 * MS, rtt);
             assert!(m.exits().is_empty(), "no exit after {i} samples");
         }
-        assert_eq!(m.cc.hystart().expect("hystart").sample_cnt, 8);
+        assert_eq!(m.cc.hystart().expect("hystart").sample_cnt(), 8);
         let cwnd_before = m.cc.cwnd();
         m.ack(3 * MS, rtt);
         if fires {
@@ -151,10 +151,10 @@ fn hystart_rounds_follow_packet_numbers() {
         &[("initial_cwnd", "20"), ("hystart_detect", "2")],
     );
     let mut m = Manual::new(Algorithm::Cubic, &p, true);
-    assert_eq!(m.cc.hystart().expect("hystart").end_seq, 0);
+    assert_eq!(m.cc.hystart().expect("hystart").end_seq(), 0);
     // The first ACK (pn 0, snd_una 1 > end_seq 0) starts a round ending at snd_nxt.
     m.ack(80 * MS, 80 * MS);
-    let end = m.cc.hystart().expect("hystart").end_seq;
+    let end = m.cc.hystart().expect("hystart").end_seq();
     assert_eq!(
         end, 20,
         "snd_nxt when the round began (before this ACK's sends)"
@@ -163,10 +163,10 @@ fn hystart_rounds_follow_packet_numbers() {
     for _ in 0..19 {
         m.ack(MS, 80 * MS);
     }
-    assert_eq!(m.cc.hystart().expect("hystart").end_seq, end);
+    assert_eq!(m.cc.hystart().expect("hystart").end_seq(), end);
     m.ack(MS, 80 * MS); // pn 20
-    assert!(m.cc.hystart().expect("hystart").end_seq > end);
-    assert_eq!(m.cc.hystart().expect("hystart").sample_cnt, 1);
+    assert!(m.cc.hystart().expect("hystart").end_seq() > end);
+    assert_eq!(m.cc.hystart().expect("hystart").sample_cnt(), 1);
 }
 
 #[test]
@@ -209,7 +209,7 @@ fn hystart_plus_plus_css_abort_and_css_done() {
         .filter(|e| matches!(e, CcEvent::CssEntered { .. }))
         .count();
     assert_eq!(entered, 2);
-    assert_eq!(m.cc.hystart_pp().expect("hystart++").css_rounds, 1);
+    assert_eq!(m.cc.hystart_pp().expect("hystart++").css_rounds(), 1);
     // Count HyStart++ round boundaries (windowEnd moves) until CSS is over.
     let mut boundaries = 0;
     let mut cwnd = m.cc.cwnd();
@@ -217,10 +217,10 @@ fn hystart_plus_plus_css_abort_and_css_done() {
         if m.cc.phase() != Phase::ConservativeSlowStart {
             break;
         }
-        let end = m.cc.hystart_pp().expect("hystart++").window_end;
+        let end = m.cc.hystart_pp().expect("hystart++").window_end();
         cwnd = m.cc.cwnd();
         m.ack(MS, 96 * MS);
-        if m.cc.hystart_pp().expect("hystart++").window_end != end
+        if m.cc.hystart_pp().expect("hystart++").window_end() != end
             || m.cc.phase() != Phase::ConservativeSlowStart
         {
             boundaries += 1;

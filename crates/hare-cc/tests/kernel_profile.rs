@@ -72,12 +72,12 @@ fn setting_changes_the_field() {
     assert_eq!(
         p.diff_keys(&base),
         vec![
-            "beta",
-            "fast_convergence",
-            "hystart_train_cmp",
             "hz",
+            "uptime_ms",
             "clock",
-            "uptime_ms"
+            "hystart_train_cmp",
+            "beta",
+            "fast_convergence"
         ]
     );
 }

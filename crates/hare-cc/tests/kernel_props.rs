@@ -76,7 +76,7 @@ fn run(cc: &mut KernelCc, steps: &[Step], lossless: bool) -> Result<(), TestCase
             }
             Step::Ack { dt, n, rtt } => {
                 // 2.6.x moderates cwnd to in_flight + reordering on ACKs in TCP_CA_Loss.
-                may_shrink = cc.tcp_sock().ca_state == hare_cc::tcp_sock::CaState::Loss;
+                may_shrink = cc.tcp_sock().ca_state() == hare_cc::hooks::CaState::Loss;
                 now += u64::from(dt);
                 let n = n.min(in_flight);
                 in_flight -= n;

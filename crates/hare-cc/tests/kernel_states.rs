@@ -4,13 +4,13 @@ mod kernel_support;
 
 use hare_cc::engine::{AckEvent, CcModule, KernelCc};
 use hare_cc::events::Phase;
-use hare_cc::hooks::TcpSock;
+use hare_cc::hooks::StartState;
 use hare_cc::{Algorithm, CcEvent, ExitReason};
 use kernel_support::{profile, Manual};
 
 const MS: u64 = 1000;
 
-fn cubic_state(cc: &KernelCc) -> &hare_cc::cubic::Cubic {
+fn cubic_state(cc: &KernelCc) -> &hare_cc::hooks::Cubic {
     match cc.module() {
         CcModule::Cubic(c) => c,
         other => panic!("not cubic: {other:?}"),
@@ -65,8 +65,8 @@ fn congestion_reduces_once_and_freezes_growth_until_recovery_ends() {
     }
     assert!(m.cc.cwnd() > 140);
     let c = cubic_state(&m.cc);
-    assert_eq!(c.last_max_cwnd, 200);
-    assert_eq!(c.bic_origin_point, 200);
+    assert_eq!(c.last_max_cwnd(), 200);
+    assert_eq!(c.bic_origin_point(), 200);
     assert_eq!(m.cc.snapshot().reductions, 1);
 }
 
@@ -81,20 +81,23 @@ fn rto_reset_linux_2_6_20() {
     }
     m.cc.on_congestion(m.now_us, false);
     m.cc.on_recovery_end(m.now_us);
-    assert_ne!(cubic_state(&m.cc).loss_cwnd, 0);
+    assert_ne!(cubic_state(&m.cc).loss_cwnd(), 0);
     let w = m.cc.cwnd();
     m.cc.on_rto(m.now_us);
     assert_eq!(m.cc.cwnd(), 1);
     assert_eq!(m.cc.ssthresh(), Some(w * 819 / 1024));
     let c = cubic_state(&m.cc);
-    assert_eq!((c.last_max_cwnd, c.loss_cwnd, c.delayed_ack), (0, 0, 32));
+    assert_eq!(
+        (c.last_max_cwnd(), c.loss_cwnd(), c.delayed_ack()),
+        (0, 0, 32)
+    );
     assert_eq!((m.cc.delay_min(), m.cc.epoch_start()), (0, 0));
     assert_eq!(m.cc.phase(), Phase::SlowStart);
     // Slow start back to ssthresh, then CA with cnt = 50 scaled by delayed_ack again.
     for _ in 0..400 {
         m.ack(MS, 80 * MS);
     }
-    assert_eq!(cubic_state(&m.cc).cnt, 50 * 16 / 31);
+    assert_eq!(cubic_state(&m.cc).cnt(), 50 * 16 / 31);
 }
 
 #[test]
@@ -109,7 +112,7 @@ fn rto_reset_modern_clears_hystart_and_k() {
         m.ack(3 * MS, 95 * MS); // delay exit
     }
     assert_eq!(m.exits().len(), 1);
-    assert_ne!(m.cc.hystart().expect("hystart").found, 0);
+    assert_ne!(m.cc.hystart().expect("hystart").found(), 0);
     for _ in 0..100 {
         m.ack(3 * MS, 95 * MS);
     }
@@ -118,13 +121,17 @@ fn rto_reset_modern_clears_hystart_and_k() {
     assert_eq!(m.cc.cwnd(), 1);
     assert_eq!(m.cc.ssthresh(), Some(w * 717 / 1024));
     assert_eq!(
-        m.cc.hystart().expect("hystart").found,
+        m.cc.hystart().expect("hystart").found(),
         0,
         "HyStart re-armed"
     );
-    assert_eq!(m.cc.hystart().expect("hystart").end_seq, m.snd_nxt());
+    assert_eq!(m.cc.hystart().expect("hystart").end_seq(), m.snd_nxt());
     assert_eq!(m.cc.delay_min(), 0);
-    assert_eq!(cubic_state(&m.cc).last_max_cwnd, 0, "next epoch has K = 0");
+    assert_eq!(
+        cubic_state(&m.cc).last_max_cwnd(),
+        0,
+        "next epoch has K = 0"
+    );
     let rto: Vec<_> = m.cc.drain_events().collect();
     assert!(matches!(rto[..], [CcEvent::RtoReset { from_cwnd, .. }] if from_cwnd == w));
     assert_eq!(m.cc.snapshot().rto_resets, 1);
@@ -138,7 +145,7 @@ fn rto_reset_modern_clears_hystart_and_k() {
     }
     assert_eq!(m.cc.cwnd(), target);
     m.ack(3 * MS, 80 * MS);
-    assert_eq!(cubic_state(&m.cc).bic_k, 0);
+    assert_eq!(cubic_state(&m.cc).bic_k(), 0);
 }
 
 #[test]
@@ -244,7 +251,7 @@ fn idle_restart_shifts_the_epoch() {
     // Everything acknowledged, nothing sent for 2 s (500 jiffies at HZ 250).
     m.app_limit = Some(0);
     m.round(MS, 80 * MS);
-    let last_send = m.cc.tcp_sock().lsndtime;
+    let last_send = m.cc.tcp_sock().lsndtime();
     let t = m.now_us + 2_000_000;
     m.cc.on_sent(t, m.snd_nxt() + 1, 1);
     let now_j = m.cc.clock().jiffies(t);
@@ -306,7 +313,7 @@ fn an_ecn_reduction_is_not_undone() {
         cc.on_recovery_end(1);
         cc.on_congestion(2, true);
         assert_eq!(cc.cwnd(), after_ecn, "{name}");
-        assert_eq!(cc.tcp_sock().prior_ssthresh, 0, "{name}");
+        assert_eq!(cc.tcp_sock().prior_ssthresh(), 0, "{name}");
         assert_eq!(cc.undo_cwnd(), after_ecn, "{name}");
     }
 }
@@ -378,15 +385,21 @@ fn the_pacing_rate_is_3_12_and_later_and_a_u32_to_4_19() {
     // tcp_update_pacing_rate() stores min(rate, sk_max_pacing_rate): ~0U while
     // sk_pacing_rate was a u32 (to 4.19), unlimited from 4.20. mss 1460, 2,000 segments,
     // srtt_us 8,000 (1 ms), 200%: 1460 * 80000 * 200 * 2000 / 8000 = 5,840,000,000 B/s.
-    let mut tp = TcpSock::new(2000, u32::MAX, 1460);
-    tp.srtt_us = 8000;
-    tp.update_pacing_rate(200, 120);
-    let cap = |name: &str| profile(name, &[]).max_pacing_rate();
-    assert_eq!(tp.sk_pacing_rate(cap("linux-4.4")), 4_294_967_295);
-    assert_eq!(tp.sk_pacing_rate(cap("linux-6")), 5_840_000_000);
+    let rate = |name: &str, kv: &[(&str, &str)]| {
+        let mut cc = KernelCc::new(Algorithm::Cubic, &profile(name, kv), true, 1460);
+        let start = StartState {
+            cwnd: 2000,
+            srtt_us: Some(8000),
+            ..StartState::default()
+        };
+        cc.start_from(&start).expect("valid");
+        cc.pacing_rate()
+    };
+    assert_eq!(rate("linux-4.4", &[]), 4_294_967_295);
+    assert_eq!(rate("linux-6", &[]), 5_840_000_000);
     // SO_MAX_PACING_RATE as a profile key.
     assert_eq!(
-        tp.sk_pacing_rate(profile("linux-6", &[("max_pacing_rate", "1000000")]).max_pacing_rate()),
+        rate("linux-6", &[("max_pacing_rate", "1000000")]),
         1_000_000
     );
 }

@@ -35,6 +35,8 @@ fn hare_cc_packages_with_what_its_docs_refer_to() {
         "Cargo.toml",
         "README.md",
         "PROFILES.md",
+        "LICENSE-MIT",
+        "LICENSE-APACHE",
         "src/lib.rs",
         "examples/loopback.rs",
     ] {

@@ -1,12 +1,14 @@
 //! Property tests over arbitrary event sequences (seeded, deterministic): the adapter never
 //! panics or overflows with windows up to 2^40 bytes and MTUs 1200..=65527, cwnd never
 //! drops below the minimum window, and without losses cwnd never decreases. The driver is
-//! `hare_cc::script`, which checks these invariants after every event.
+//! `tests/script`, which checks these invariants after every event.
 
-use hare_cc::script::{ScriptDriver, ScriptEvent, MAX_MTU, MIN_MTU};
+mod script;
+
 use hare_cc::{Algorithm, HareFactory, Profile};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
+use script::{ScriptDriver, ScriptEvent, MAX_MTU, MIN_MTU};
 
 fn config(cases: u32) -> Config {
     Config {
@@ -123,10 +125,7 @@ fn decode_is_total_and_bounded() {
         vec![ScriptEvent::Mtu { mtu: u16::MAX }]
     );
     let long = vec![3_u8; 100_000];
-    assert_eq!(
-        ScriptEvent::decode(&long).len(),
-        hare_cc::script::MAX_EVENTS
-    );
+    assert_eq!(ScriptEvent::decode(&long).len(), script::MAX_EVENTS);
 }
 
 #[test]

@@ -1,10 +1,14 @@
-//! Fuzz the quinn adapter over the event-sequence API (`hare_cc::script`): the first bytes
+//! Fuzz the quinn adapter over the event-sequence API (`tests/script`, shared with the crate's tests): the first bytes
 //! choose the algorithm, profile, MTU and initial window, the rest decode into sends, ACK
 //! frames, losses, ECN-CE marks and MTU changes. Any panic, arithmetic overflow (debug
 //! build) or violated invariant is a finding.
 #![no_main]
 
-use hare_cc::script::{ScriptDriver, ScriptEvent, MAX_MTU, MIN_MTU};
+// The event-sequence driver of the crate's own tests.
+#[path = "../../tests/script/mod.rs"]
+mod script;
+
+use script::{ScriptDriver, ScriptEvent, MAX_MTU, MIN_MTU};
 use hare_cc::{Algorithm, HareFactory, Profile};
 use libfuzzer_sys::fuzz_target;
 

@@ -1,36 +1,51 @@
-//! CUBIC's delay measurement and slow-start exits, the part of `struct bictcp` and of
-//! `bictcp_acked()` / `bictcp_cong_avoid()` that BIC and Reno do not have: `delay_min`, kernel
-//! HyStart of the era ([`HyStart`], first in 2.6.29 by ae27e98a5152) and the named
-//! non-kernel strategies HyStart++ ([`HyStartPp`]) and RFC 3742 outside 2.6.22 - 3.12.
+//! The slow-start family, beside the algorithm modules that use it: the standard slow start
+//! of the era and RFC 3742 limited slow start (both `tcp_slow_start()` of
+//! [`crate::tcp_cong`]), the `initial_ssthresh` module parameter ([`initial_ssthresh`]),
+//! kernel HyStart of every era ([`hystart`], first in 2.6.29 by ae27e98a5152, with the delay
+//! samples it reads, [`delay`]) and HyStart++ ([`hystart_pp`], RFC 9406, named and
+//! non-kernel).
 //!
-//! [`crate::cubic::Cubic`] always has one. BIC and Reno have one only when a spec names
-//! `slow_start=hystart` or `hystart++` for them, a combination no kernel had: they then run
-//! this same code (with their own `epoch_start`, or none for Reno, for the blackout).
+//! [`SlowStart`] holds the part of CUBIC's `struct bictcp` that belongs to them (`delay_min`,
+//! HyStart's round) and the strategy in force. [`crate::cubic::Cubic`] always has one. BIC
+//! and Reno have one only when a spec names `slow_start=hystart` or `hystart++` for them
+//! ([`SlowStart::named_for`]), a combination no kernel had: they then run this same code
+//! (with their own `epoch_start`, or none for Reno, for the blackout); otherwise they call
+//! `tcp_slow_start()` directly.
+
+pub mod delay;
+pub mod hystart;
+pub mod hystart_pp;
 
 use crate::clock::KernelClock;
-use crate::cubic::delay::{delay_at, in_blackout, DelayRules};
-use crate::cubic::hystart::{HyStart, HyStartInput};
-use crate::cubic::hystart_pp::{HyStartPp, PpTransition};
 use crate::events::{ExitReason, TRACE_TARGET};
 use crate::ops::{CssChange, OpsCtx, SsExit};
-use crate::profile::{ClockKind, Profile, RoundReset, RttSample, SlowStartKind};
+use crate::profile::{Algorithm, ClockKind, Profile, RoundReset, RttSample, SlowStartKind};
 use crate::tcp_cong;
 use crate::tcp_sock::TcpSock;
+use delay::{delay_at, in_blackout, DelayRules};
+use hystart::{HyStart, HyStartInput};
+use hystart_pp::{HyStartPp, PpTransition};
 
 /// `delay_min`, HyStart's round state and HyStart++'s, and the strategy in force.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CubicSlowStart {
-    /// The slow-start strategy in force (HyStart++ becomes `standard` after an RTO).
-    pub kind: SlowStartKind,
-    /// How this era takes delay samples.
-    pub rules: DelayRules,
-    /// `delay_min`: jiffies << 3, ms << 3 or us (see [`ClockKind`]); 0 = no sample yet.
-    pub delay_min: u32,
-    /// Kernel HyStart's fields of `struct bictcp`.
-    pub hystart: HyStart,
-    /// HyStart++'s state (named, non-kernel).
-    pub hspp: HyStartPp,
+pub struct SlowStart {
+    pub(crate) kind: SlowStartKind,
+    pub(crate) rules: DelayRules,
+    pub(crate) delay_min: u32,
+    pub(crate) hystart: HyStart,
+    pub(crate) hspp: HyStartPp,
 }
+
+crate::accessors!(SlowStart {
+    /// The slow-start strategy in force (HyStart++ becomes `standard` after an RTO).
+    kind = kind: SlowStartKind;
+    /// `delay_min`: jiffies << 3, ms << 3 or us (see [`ClockKind`]); 0 = no sample yet.
+    delay_min = delay_min: u32, set_delay_min;
+    /// Kernel HyStart's fields of `struct bictcp`.
+    hystart = hystart: HyStart;
+    /// HyStart++'s state (named, non-kernel).
+    hystart_pp = hspp: HyStartPp;
+});
 
 /// The HyStart clock of the era (jiffies, ms or us) at `now_us`.
 pub fn hystart_clock(p: &Profile, clock: &KernelClock, now_us: u64) -> u32 {
@@ -41,13 +56,31 @@ pub fn hystart_clock(p: &Profile, clock: &KernelClock, now_us: u64) -> u32 {
     }
 }
 
-impl CubicSlowStart {
+/// `bictcp_init()` of `tcp_cubic.c` and `tcp_bic.c`: the `initial_ssthresh` module parameter
+/// sets `snd_ssthresh` when not 0, unless `hystart_on`: CUBIC honours it only while its
+/// HyStart is off (ae27e98a5152). Reno (no `init` hook) never reads it.
+pub(crate) fn initial_ssthresh(ctx: &mut OpsCtx<'_>, hystart_on: bool) {
+    let p = ctx.profile;
+    if p.initial_ssthresh != 0 && !hystart_on {
+        ctx.tp.snd_ssthresh = p.initial_ssthresh;
+    }
+}
+
+impl SlowStart {
+    /// CUBIC's slow-start code for BIC or Reno when the profile names a strategy only CUBIC
+    /// has (`slow_start=hystart` or `hystart++`); `None` for the kernel's own slow start.
+    pub fn named_for(p: &Profile, algorithm: Algorithm) -> Option<SlowStart> {
+        let kind = p.slow_start_for(algorithm);
+        matches!(kind, SlowStartKind::HyStart | SlowStartKind::HyStartPp)
+            .then(|| SlowStart::new(p, kind, &KernelClock::new(p.hz, p.uptime_ms)))
+    }
+
     /// The state `bictcp_init()` leaves: no delay yet, a HyStart round started at time 0
     /// (`bictcp_hystart_reset()`).
     pub fn new(p: &Profile, kind: SlowStartKind, clock: &KernelClock) -> Self {
         let mut hystart = HyStart::default();
         hystart.reset_round(hystart_clock(p, clock, 0), 0);
-        CubicSlowStart {
+        SlowStart {
             kind,
             rules: DelayRules {
                 clock: p.clock,
@@ -61,6 +94,12 @@ impl CubicSlowStart {
         }
     }
 
+    /// Kernel HyStart's fields to change in place (`found`, `round_start`, `end_seq`,
+    /// `last_ack`, `curr_rtt`, `sample_cnt`: [`HyStart`]'s setters).
+    pub fn hystart_mut(&mut self) -> &mut HyStart {
+        &mut self.hystart
+    }
+
     /// In HyStart++'s Conservative Slow Start.
     pub fn in_css(&self) -> bool {
         self.kind == SlowStartKind::HyStartPp && self.hspp.in_css
@@ -69,7 +108,7 @@ impl CubicSlowStart {
     /// The delay part of `pkts_acked` (`bictcp_acked()`), after the module's `delayed_ack`:
     /// HyStart++'s per-ACK bookkeeping in slow start, then (2.6.29+) the delay sample.
     #[inline]
-    pub(crate) fn pkts_acked(
+    pub(crate) fn sample_acked(
         &mut self,
         ctx: &mut OpsCtx<'_>,
         epoch_start: u32,
@@ -276,7 +315,7 @@ impl CubicSlowStart {
     }
 
     /// A window reduction ends HyStart++'s Conservative Slow Start.
-    pub fn on_reduction(&mut self) {
+    pub(crate) fn on_reduction(&mut self) {
         self.hspp.in_css = false;
     }
 }

@@ -30,23 +30,34 @@ pub enum PpTransition {
 /// HyStart++ state of one connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HyStartPp {
-    /// `windowEnd`: `snd_nxt` at the start of the current round.
-    pub window_end: u64,
-    /// `lastRoundMinRTT` (us).
-    pub last_round_min_rtt: u64,
-    /// `currentRoundMinRTT` (us).
-    pub current_round_min_rtt: u64,
-    /// `rttSampleCount`.
-    pub rtt_sample_count: u32,
-    /// `cssBaselineMinRtt` (us).
-    pub css_baseline_min_rtt: u64,
-    /// In Conservative Slow Start.
-    pub in_css: bool,
-    /// Rounds of CSS so far (the partial round of entry counts as one).
-    pub css_rounds: u32,
-    /// Fractional CSS growth carried between ACKs (segments x divisor).
-    pub css_credit: u32,
+    pub(crate) window_end: u64,
+    pub(crate) last_round_min_rtt: u64,
+    pub(crate) current_round_min_rtt: u64,
+    pub(crate) rtt_sample_count: u32,
+    pub(crate) css_baseline_min_rtt: u64,
+    pub(crate) in_css: bool,
+    pub(crate) css_rounds: u32,
+    pub(crate) css_credit: u32,
 }
+
+crate::accessors!(HyStartPp {
+    /// `windowEnd`: `snd_nxt` at the start of the current round.
+    window_end = window_end: u64;
+    /// `lastRoundMinRTT` (us).
+    last_round_min_rtt = last_round_min_rtt: u64;
+    /// `currentRoundMinRTT` (us).
+    current_round_min_rtt = current_round_min_rtt: u64;
+    /// `rttSampleCount`.
+    rtt_sample_count = rtt_sample_count: u32;
+    /// `cssBaselineMinRtt` (us).
+    css_baseline_min_rtt = css_baseline_min_rtt: u64;
+    /// In Conservative Slow Start.
+    in_css = in_css: bool;
+    /// Rounds of CSS so far (the partial round of entry counts as one).
+    css_rounds = css_rounds: u32;
+    /// Fractional CSS growth carried between ACKs (segments x divisor).
+    css_credit = css_credit: u32;
+});
 
 impl HyStartPp {
     /// Fresh state; the first round ends once a packet sent after `snd_nxt` is acknowledged.
@@ -72,7 +83,7 @@ impl HyStartPp {
     }
 
     /// One ACK in slow start or CSS: round bookkeeping, the RTT sample, and the transitions.
-    pub fn on_ack(
+    pub(crate) fn on_ack(
         &mut self,
         p: &Profile,
         snd_una: u64,
@@ -124,7 +135,7 @@ impl HyStartPp {
 
     /// Segments to add for `acked` packets: `min(N, L)` in slow start, that divided by
     /// `CSS_GROWTH_DIVISOR` in CSS (remainder carried).
-    pub fn increase(&mut self, p: &Profile, acked: u32, paced: bool) -> u32 {
+    pub(crate) fn increase(&mut self, p: &Profile, acked: u32, paced: bool) -> u32 {
         let n = if paced {
             acked
         } else {

@@ -1,7 +1,9 @@
 //! An event-sequence API over [`HareController`]: scripted sends, ACK frames, losses, ECN
 //! marks and MTU changes on a virtual clock, decodable from arbitrary bytes. It is the input
 //! language of the fuzz target (`crates/hare-cc/fuzz`) and of the property tests, and it
-//! checks the adapter's invariants after every step.
+//! checks the adapter's invariants after every step. Test support (each test binary uses
+//! part of it), built on the public API users get.
+#![allow(dead_code)]
 //!
 //! The driver calls quinn's `Controller` methods in quinn's order (`on_sent` per burst,
 //! one [`HareController::on_packet_acked`] per acknowledged burst then `on_end_acks`, or
@@ -15,8 +17,8 @@ use std::time::Duration;
 use quinn_proto::congestion::Controller;
 use std::time::Instant;
 
-use crate::adapter::HareController;
-use crate::factory::HareFactory;
+use hare_cc::HareController;
+use hare_cc::HareFactory;
 
 /// Smallest MTU quinn uses (RFC 9000 section 14: 1200-byte datagrams).
 pub const MIN_MTU: u16 = 1200;

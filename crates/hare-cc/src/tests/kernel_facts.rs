@@ -4,13 +4,13 @@
 use hare_cc::bic::Bic;
 use hare_cc::clock::{msecs_to_jiffies, usecs_to_jiffies, KernelClock};
 use hare_cc::cuberoot::{cube_root_newton, cube_root_table, CBRT_TABLE};
-use hare_cc::cubic::delay::{delay_of, in_blackout, DelayRules};
-use hare_cc::cubic::hystart::{HyStart, HyStartInput};
-use hare_cc::cubic::hystart_ack_delay_us;
 use hare_cc::cubic::{beta_scale, cube_factor, cubic_delta, Cubic, CubicUpdate};
 use hare_cc::engine::rfc3390_initial_cwnd;
 use hare_cc::profile::{ClockKind, Profile};
 use hare_cc::reno::reno_ssthresh;
+use hare_cc::slow_start::delay::{delay_of, in_blackout, DelayRules};
+use hare_cc::slow_start::hystart::{HyStart, HyStartInput};
+use hare_cc::slow_start::hystart_ack_delay_us;
 
 fn profile(name: &str) -> Profile {
     Profile::named(name).expect("built-in profile")

@@ -2,7 +2,7 @@
 //! (2.6.20 - 2.6.22) takes from one ACK, the 1 s blackout after an epoch start, and the
 //! units of `delay_min` per era (jiffies << 3, ms << 3, us).
 //!
-//! `delay_min` lives in CUBIC's `struct bictcp` ([`crate::cubic::CubicSlowStart`]); the
+//! `delay_min` lives in CUBIC's `struct bictcp` ([`crate::slow_start::SlowStart`]); the
 //! blackout reads the module's `epoch_start`.
 
 use crate::clock::{jiffies_to_usecs, usecs_to_jiffies, KernelClock, USEC_PER_SEC};
@@ -34,7 +34,7 @@ pub fn in_blackout(epoch_start: u32, rules: &DelayRules, clock: &KernelClock, no
 
 /// One RTT sample (`now - sent` of the newest acknowledged packet) as the era's delay value,
 /// `None` when the era would not produce a sample. Does not apply the blackout.
-#[cfg_attr(not(feature = "testing"), allow(dead_code))]
+#[cfg_attr(not(test), allow(dead_code))]
 #[inline(always)]
 pub fn delay_of(rules: &DelayRules, clock: &KernelClock, now_us: u64, rtt_us: u64) -> Option<u32> {
     delay_at(rules, clock, now_us, clock.jiffies(now_us), rtt_us)
@@ -49,7 +49,11 @@ pub(crate) fn delay_at(
     now_j: u32,
     rtt_us: u64,
 ) -> Option<u32> {
-    // The kernel passes rtt_us as an s32: larger values are negative, i.e. no sample.
+    if rules.rtt_sample == RttSample::Tsecr && rules.clock == ClockKind::Jiffies {
+        return tsecr_sample(clock, now_us, now_j, rtt_us);
+    }
+    // From 2.6.29 the kernel passes rtt_us as an s32: larger values are negative, i.e. no
+    // sample.
     if rtt_us > i32::MAX as u64 {
         return None;
     }
@@ -77,6 +81,19 @@ pub(crate) fn delay_at(
         }
     };
     Some(delay.max(1))
+}
+
+/// 2.6.20 - 2.6.22 `measure_delay()`: `delay = (tcp_time_stamp - rcv_tsecr) << 3` in u32
+/// (bits shifted out are lost), 1 for 0. The echoed timestamp is the jiffies the packet was
+/// sent at; there is no signed `rtt_us` in these eras, so any RTT gives a sample. An echoed
+/// timestamp of 0 reads as "no timestamp" (`!(saw_tstamp && rcv_tsecr)`), so a packet sent
+/// when the u32 jiffies counter read 0 gives none.
+fn tsecr_sample(clock: &KernelClock, now_us: u64, now_j: u32, rtt_us: u64) -> Option<u32> {
+    let sent_j = clock.jiffies(now_us.saturating_sub(rtt_us));
+    if sent_j == 0 {
+        return None;
+    }
+    Some((now_j.wrapping_sub(sent_j) << 3).max(1))
 }
 
 /// What a tick era measures: a number of ticks, or (2.6.39 with HyStart at HZ < 1000) the
@@ -170,6 +187,38 @@ mod tests {
     fn through_microseconds(hz: u32, ticks: u32) -> u32 {
         let us = jiffies_to_usecs(hz, ticks);
         (usecs_to_jiffies(hz, us.min(u64::from(u32::MAX)) as u32) << 3).max(1)
+    }
+
+    #[test]
+    fn the_timestamp_eras_take_any_rtt_as_ticks_shifted_in_u32() {
+        // 2.6.20 / 2.6.22 measure_delay() has no signed rtt_us: an RTT of 2^31 us (or more)
+        // is a sample, `(now - tsecr) << 3` with the bits above 32 lost.
+        let clock = KernelClock::new(250, 0);
+        let rules = DelayRules {
+            clock: ClockKind::Jiffies,
+            rtt_sample: RttSample::Tsecr,
+            blackout: DelayBlackout::Always,
+            hystart: false,
+        };
+        let now_us = 40_000_000_000_u64;
+        let now_j = clock.jiffies(now_us);
+        for rtt_us in [1u64 << 31, (1 << 31) + 4_000, 3_000_000_000] {
+            let ticks = now_j.wrapping_sub(clock.jiffies(now_us - rtt_us));
+            let got = delay_at(&rules, &clock, now_us, now_j, rtt_us);
+            assert_eq!(got, Some(ticks << 3), "rtt {rtt_us} us");
+        }
+        // 2^29 ticks: `<< 3` leaves 0, which the kernel makes 1.
+        let rtt_us = (1u64 << 29) * 4_000;
+        let now_us = rtt_us + 8_000;
+        let now_j = clock.jiffies(now_us);
+        assert_eq!(now_j.wrapping_sub(clock.jiffies(8_000)), 1 << 29);
+        assert_eq!(delay_at(&rules, &clock, now_us, now_j, rtt_us), Some(1));
+        // The s32 eras (2.6.29+) take none.
+        let rules = DelayRules {
+            rtt_sample: RttSample::JiffiesPositive,
+            ..rules
+        };
+        assert_eq!(delay_at(&rules, &clock, now_us, now_j, 1 << 31), None);
     }
 
     #[test]

@@ -4,11 +4,11 @@
 //!
 //! Rounds are packet-number windows: a round starts with `end_seq = snd_nxt` and ends when
 //! `snd_una` (largest acknowledged + 1) passes it. `delay_min` is CUBIC's, kept
-//! beside this state in [`crate::cubic::CubicSlowStart`].
+//! beside this state in [`crate::slow_start::SlowStart`].
 
-use crate::cubic::delay::delay_ticks;
 use crate::events::ExitReason;
 use crate::profile::{ClockKind, CurrRttRule, Profile, TrainCompare, TrainThreshold};
+use crate::slow_start::delay::delay_ticks;
 
 /// `HYSTART_ACK_TRAIN`.
 pub const HYSTART_ACK_TRAIN: u32 = 0x1;
@@ -18,20 +18,29 @@ pub const HYSTART_DELAY: u32 = 0x2;
 /// HyStart's part of `struct bictcp`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HyStart {
+    pub(crate) found: u32,
+    pub(crate) round_start: u32,
+    pub(crate) end_seq: u64,
+    pub(crate) last_ack: u32,
+    pub(crate) curr_rtt: u32,
+    pub(crate) sample_cnt: u32,
+}
+
+crate::accessors!(HyStart {
     /// `found`: detection bits (the 5.6+ boolean is `found != 0`).
-    pub found: u32,
+    found = found: u32, set_found;
     /// `round_start`: HyStart clock at the round start.
-    pub round_start: u32,
+    round_start = round_start: u32, set_round_start;
     /// `end_seq`: `snd_nxt` at the round start (packet number).
-    pub end_seq: u64,
+    end_seq = end_seq: u64, set_end_seq;
     /// `last_ack` (`last_jiffies` in 2.6.29): clock of the last ACK of the current train.
-    pub last_ack: u32,
+    last_ack = last_ack: u32, set_last_ack;
     /// `curr_rtt`: minimum delay of this round, in the unit of `delay_min`; `u32::MAX` = none
     /// (2.6.29 - 5.5 used 0 for "none" with the same effect).
-    pub curr_rtt: u32,
+    curr_rtt = curr_rtt: u32, set_curr_rtt;
     /// `sample_cnt`: samples taken in this round.
-    pub sample_cnt: u32,
-}
+    sample_cnt = sample_cnt: u32, set_sample_cnt;
+});
 
 /// What `hystart_update()` needs besides its own state.
 #[derive(Debug, Clone, Copy)]
@@ -52,7 +61,7 @@ pub struct HyStartInput<'a> {
 
 impl HyStart {
     /// `bictcp_hystart_reset()`: a new round at `now` ending at `snd_nxt`.
-    pub fn reset_round(&mut self, now: u32, snd_nxt: u64) {
+    pub(crate) fn reset_round(&mut self, now: u32, snd_nxt: u64) {
         self.round_start = now;
         self.last_ack = now;
         self.end_seq = snd_nxt;
@@ -76,7 +85,7 @@ impl HyStart {
     }
 
     /// The ACK-train threshold in clock ticks.
-    pub fn train_threshold(inp: &HyStartInput<'_>) -> u32 {
+    pub(crate) fn train_threshold(inp: &HyStartInput<'_>) -> u32 {
         let p = inp.profile;
         match p.hystart_train_threshold {
             // delay_min >> 4: half the minimum RTT (in the <<3 unit), i.e. about RTT/2.
@@ -118,7 +127,7 @@ impl HyStart {
     /// The two detection tests of `hystart_update()` (the caller applies the era's gates and
     /// round resets). Returns the exit reason when one fired (`found` is set; the caller sets
     /// `ssthresh = cwnd`).
-    pub fn detect(&mut self, inp: &HyStartInput<'_>, delay: u32) -> Option<ExitReason> {
+    pub(crate) fn detect(&mut self, inp: &HyStartInput<'_>, delay: u32) -> Option<ExitReason> {
         let p = inp.profile;
         let mut fired = None;
         if p.hystart_detect & HYSTART_ACK_TRAIN != 0 {

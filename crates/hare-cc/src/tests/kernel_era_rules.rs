@@ -4,17 +4,15 @@
 //! the RTT the estimator and `pkts_acked` get, and the sample edges. Each test names the
 //! kernel function and version it follows (see `docs/KERNEL-NOTES.md`).
 
-mod kernel_support;
-
+use super::kernel_support::{profile, Manual};
 use hare_cc::clock::KernelClock;
-use hare_cc::cubic::delay::{delay_of, DelayRules};
 use hare_cc::cubic::{Cubic, CubicUpdate};
 use hare_cc::engine::{AckEvent, CcModule, KernelCc, LossSignal};
 use hare_cc::profile::{ClockKind, DelayBlackout, RttSample};
+use hare_cc::slow_start::delay::{delay_of, DelayRules};
 use hare_cc::tcp_cong;
 use hare_cc::tcp_sock::{CaState, TcpSock};
 use hare_cc::{Algorithm, CcEvent, ExitReason, Phase};
-use kernel_support::{profile, Manual};
 
 const MS: u64 = 1000;
 
