@@ -111,11 +111,6 @@ impl Printer {
         }
     }
 
-    /// The terminal's width when stdout is one (lines are cut to it), else `None`.
-    pub fn columns(&self) -> Option<usize> {
-        self.columns
-    }
-
     /// True when report lines take their compact form: a terminal narrower than the full
     /// lines ([`crate::screen::FULL_COLUMNS`]).
     pub fn compact(&self) -> bool {
