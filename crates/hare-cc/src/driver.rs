@@ -11,9 +11,10 @@
 use crate::engine::KernelCc;
 use crate::engine::{AckEvent, LossSignal};
 use crate::events::{CcEvent, ExitReason, TRACE_TARGET};
-use crate::hooks::{StartError, StartState};
+use crate::hooks::StartState;
 use crate::ops::{AckSample, CaEvent, CongAvoidArgs, CongestionOps, HookOut};
 use crate::profile::AckOrder;
+use crate::start_error::StartError;
 use crate::tcp_cong;
 use crate::tcp_sock::{CaState, PacingInputs, TCP_INFINITE_SSTHRESH};
 

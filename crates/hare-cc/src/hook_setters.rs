@@ -6,7 +6,7 @@
 
 use crate::clock::KernelClock;
 use crate::engine::{CcModule, KernelCc};
-use crate::hooks::StartError;
+use crate::start_error::StartError;
 use crate::tcp_sock::PacingInputs;
 
 /// CUBIC's `struct bictcp` as 5.x / 6.x `tcp_cubic.c` has it (HyStart's fields included),

@@ -34,8 +34,6 @@
 //! # Ok::<(), hare_cc::hooks::StartError>(())
 //! ```
 
-use thiserror::Error;
-
 // The types a start state and the model's read-back are made of (the modules that define them
 // are private). Their fields are the crate's: outside it they are built with their
 // constructors and read and set through getters and setters.
@@ -48,6 +46,7 @@ pub use crate::reno::Reno;
 pub use crate::slow_start::hystart::HyStart;
 pub use crate::slow_start::hystart_pp::HyStartPp;
 pub use crate::slow_start::SlowStart;
+pub use crate::start_error::StartError;
 pub use crate::tcp_sock::{CaState, TcpSock, TCP_INFINITE_SSTHRESH};
 
 /// A state to start the model from. Fields left `None` keep what `init` gave.
@@ -107,26 +106,4 @@ impl Default for StartState {
             cwnd_clamp: None,
         }
     }
-}
-
-/// A [`StartState`] the model cannot take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
-pub enum StartError {
-    /// The algorithm state is of another algorithm.
-    #[error("the start state's algorithm state is not {expected}'s")]
-    AlgorithmMismatch {
-        /// The model's algorithm.
-        expected: &'static str,
-    },
-    /// cwnd 0 (the kernel never has it).
-    #[error("cwnd must be at least 1 segment")]
-    ZeroCwnd,
-    /// `snd_una` after `snd_nxt` (nothing can be acknowledged before it is sent).
-    #[error("snd_una {snd_una} is after snd_nxt {snd_nxt}")]
-    UnaAfterNxt {
-        /// The requested `snd_una`.
-        snd_una: u64,
-        /// The requested (or kept) `snd_nxt`.
-        snd_nxt: u64,
-    },
 }

@@ -192,6 +192,7 @@ mod reno;
 mod slow_start;
 pub mod spec;
 mod stamps;
+mod start_error;
 mod tcp_cong;
 mod tcp_sock;
 
