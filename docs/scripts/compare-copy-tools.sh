@@ -166,8 +166,11 @@ done
 cc=""
 for side in sender receiver; do
   allowed=$(in_ns "$side" cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
-  [[ " $allowed " == *" cubic "* ]] || allowed="$allowed cubic"
-  in_ns "$side" sysctl -q -w "net.ipv4.tcp_allowed_congestion_control=$allowed"
+  # Written only when cubic is missing (here the kernel refuses even an unchanged list from
+  # inside a namespace with EINVAL).
+  if [[ " $allowed " != *" cubic "* ]]; then
+    in_ns "$side" sysctl -q -w "net.ipv4.tcp_allowed_congestion_control=$allowed cubic"
+  fi
   in_ns "$side" sysctl -q -w net.ipv4.tcp_congestion_control=cubic
   got=$(in_ns "$side" cat /proc/sys/net/ipv4/tcp_congestion_control)
   [[ $got == cubic ]] || die "$side namespace: tcp_congestion_control is $got, not cubic"
@@ -194,8 +197,6 @@ user=$(id -un)
   echo "PidFile $ssh_dir/sshd.pid"
   # OpenSSH 9's scp speaks SFTP.
   echo "Subsystem sftp /usr/lib/openssh/sftp-server"
-  # qcp's server as an ssh subsystem: the remote needs no qcp on its PATH.
-  if has_tool qcp; then echo "Subsystem qcp $qcp_bin --server"; fi
 } >"$ssh_dir/sshd_config"
 ssh_cfg=$ssh_dir/ssh_config
 {
@@ -211,7 +212,10 @@ ssh_cfg=$ssh_dir/ssh_config
   echo "  BatchMode yes"
 } >"$ssh_cfg"
 mkdir -p /run/sshd  # sshd's privilege separation directory (Debian makes it at boot)
-in_ns receiver /usr/sbin/sshd -D -e -f "$ssh_dir/sshd_config" 2>"$out/sshd.log" &
+# Started directly (not through the in_ns function, whose subshell would be $!) so that
+# $! is sshd itself once hare-lab has exec'd it.
+"$lab" exec receiver --instance "$instance" -- /usr/sbin/sshd -D -e -f "$ssh_dir/sshd_config" \
+  >"$out/sshd.log" 2>&1 &
 sshd_pid=$!
 for i in $(seq 100); do
   kill -0 "$sshd_pid" 2>/dev/null || { cat "$out/sshd.log" >&2; die "sshd exited"; }
@@ -221,7 +225,9 @@ for i in $(seq 100); do
 done
 
 # qcp is told the path it crosses, as its documentation asks (bandwidth in bytes/s, RTT in ms).
-qcp_args=(--ssh-config "$ssh_cfg" --ssh-subsystem --rx "$(( rate_bps / 8 ))" \
+# --remote-qcp-binary: the remote runs this qcp with --server (no qcp on its PATH needed).
+# --ssh-config lets qcp resolve testhost's HostName itself; -S -F -S CFG hands the file to ssh.
+qcp_args=(-q --ssh-config "$ssh_cfg" -S -F -S "$ssh_cfg" --remote-qcp-binary "$qcp_bin" --rx "$(( rate_bps / 8 ))" \
   --tx "$(( rate_bps / 8 ))" --rtt "$(( (rtt_ns + 500000) / 1000000 ))")
 
 # ---- test data (made once, reused while its sizes match) ----------------------------------
@@ -260,6 +266,7 @@ verify() {
   fi
 }
 
+: >"$out/copies.log"
 printf 'tool\tdata\trun\tseconds\tstatus\texit\tstarted_utc\tsync_after_s\n' >"$work/runs.partial"
 for run in $(seq "$runs"); do
   for tool in "${tool_list[@]}"; do
@@ -268,9 +275,11 @@ for run in $(seq "$runs"); do
       case $tool in
         hare) argv=(env "HARE_SEND_IDENTITY=$work/hare-id" "$bin_dir/hare-send" -q -e "$rsh"
                     --remote-bin "$bin_dir") ;;
-        scp) argv=(scp -q -F "$ssh_cfg"); [[ $set == tree ]] && argv+=(-r) ;;
+        scp) argv=(scp -q -F "$ssh_cfg")
+             if [[ $set == tree ]]; then argv+=(-r); fi ;;
         rsync) argv=(rsync -a -e "$rsh") ;;
-        qcp) argv=("$qcp_bin" "${qcp_args[@]}") ;;
+        qcp) argv=("$qcp_bin" "${qcp_args[@]}")
+             if [[ $set == tree ]]; then argv+=(-r); fi ;;
       esac
       if [[ $set == file ]]; then argv+=("$data/big.bin"); else argv+=("$data/tree"); fi
       if [[ $tool == hare ]]; then argv+=("testhost:$dst"); else argv+=("testhost:$dst/"); fi
@@ -278,7 +287,7 @@ for run in $(seq "$runs"); do
       echo "== run $run $tool $set $started: ${argv[*]}" >>"$out/copies.log"
       t0=$(date +%s.%N)
       rc=0
-      in_ns sender timeout "$copy_timeout" "${argv[@]}" </dev/null \
+      in_ns sender timeout -k 10 "$copy_timeout" "${argv[@]}" </dev/null \
         >>"$out/copies.log" 2>&1 || rc=$?
       t1=$(date +%s.%N)
       # hare's receiver makes the data durable before it answers; scp, rsync and qcp leave it
@@ -299,16 +308,18 @@ for run in $(seq "$runs"); do
 done
 
 # ---- versions, the emulator's verdict, the table -------------------------------------------
-versions="$(ssh -V 2>&1 | head -1); $(rsync --version 2>/dev/null | head -1 || echo 'rsync -')"
-has_tool qcp && versions="$versions; $("$qcp_bin" --version 2>&1 | head -1)"
-versions="$versions; $("$bin_dir/hare-send" --version 2>&1 | head -1)"
+# awk, not head: a writer cut off by head's early exit fails under pipefail.
+first_line() { "$@" 2>&1 | awk 'NR == 1' || true; }
+versions="$(first_line ssh -V); $(first_line rsync --version)"
+if has_tool qcp; then versions="$versions; $(first_line "$qcp_bin" --version)"; fi
+versions="$versions; $(first_line "$bin_dir/hare-send" --version)"
 stop_all  # the emulator's self-check is printed when it stops
 [[ -n $verdict ]] || verdict="no verdict: the emulator printed no self-check (see $out/emulator.err)"
 word=$(grep -o 'INVALID\|VALID' <<<"$verdict" | head -1 || true)
 awk -F'\t' -v OFS='\t' -v w="${word:-unknown}" \
   'NR == 1 { print $0, "emulator_whole_run"; next } { print $0, w }' \
   "$work/runs.partial" >"$out/runs.tsv"
-path_line="$rate_bps bit/s each way, RTT $rtt (one-way $(( fwd_ns ))/$(( rev_ns )) ns), \
+path_line="$rate ($rate_bps bit/s) each way, RTT $rtt (one-way $(( fwd_ns ))/$(( rev_ns )) ns), \
 drop-tail $queue bytes per direction, $( [[ -n $loss ]] && echo "Bernoulli loss p=$loss on the \
 data direction (seed $seed)" || echo "no random loss"); MTU 1500; path file $out/path.toml"
 {
