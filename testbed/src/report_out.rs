@@ -49,12 +49,27 @@ pub fn side_by_side_text(result: &JobResult, threads: &ThreadData) -> String {
         None => "thread: (no thread run)".to_string(),
     };
     let hare_label = format!("hare: {} (virtual time)", job.plan.controller);
-    side_by_side::format(
-        thread,
+    // Under --max-seconds the thread's rows stop where hare's run was cut, as on the plots.
+    let cap_rows = job.duration_cap.map(|d| d.as_secs_f64().ceil() as usize);
+    let cut = thread.zip(cap_rows).and_then(|(t, rows)| {
+        (t.intervals.len() > rows).then(|| {
+            let mut t = t.clone();
+            t.intervals.truncate(rows);
+            t
+        })
+    });
+    let mut text = side_by_side::format(
+        cut.as_ref().or(thread),
         &thread_label,
         &result.output.run.intervals,
         &hare_label,
-    )
+    );
+    if let (Some(_), Some(rows)) = (&cut, cap_rows) {
+        text.push_str(&format!(
+            "(the thread's rows after {rows} s are left out: --max-seconds cut hare's run there)\n"
+        ));
+    }
+    text
 }
 
 /// Write the run's reports, trace and (when `with_plots`) its two plots into `dir`.

@@ -230,7 +230,7 @@ pub fn run_jobs_streaming(
                         p.sim_s, p.interval_mbps, p.cwnd_segments, p.lost_packets
                     ));
                 };
-                let result = hare_sim::simulate(&cfg, &mut on_progress)
+                let result = capped(hare_sim::simulate(&cfg, &mut on_progress), job)
                     .with_context(|| format!("simulating {} ({})", job.id, job.plan.controller))
                     .map(|output| JobResult {
                         job: job.clone(),
@@ -386,5 +386,24 @@ mod tests {
         let got: Vec<(u32, u32)> = d.iter().map(|(p, m)| (p.cwnd_segments, *m)).collect();
         assert_eq!(got, vec![(20, 30), (5, 5), (7, 7)]);
         assert!(decimate(&[], 0.001).is_empty());
+    }
+}
+
+/// A byte-count run that `--max-seconds` stopped at its cap ended as asked: its report up to
+/// the cap is the run's (the time-window figures of both sides are cut to the same seconds),
+/// not a stalled simulation.
+fn capped(
+    result: std::result::Result<hare_sim::SimOutput, hare_sim::SimError>,
+    job: &Job,
+) -> std::result::Result<hare_sim::SimOutput, hare_sim::SimError> {
+    let cap_s = job.duration_cap.map(|d| d.as_secs_f64());
+    match result {
+        // The run's virtual clock (handshake included) stopped at the cap itself.
+        Err(hare_sim::SimError::Stalled { partial, .. })
+            if cap_s.is_some_and(|cap| partial.sim_seconds >= cap - 1e-9) =>
+        {
+            Ok(*partial)
+        }
+        other => other,
     }
 }
