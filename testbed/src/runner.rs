@@ -356,6 +356,25 @@ pub fn write_run_files(dir: &Path, result: &JobResult) -> Result<Vec<PathBuf>> {
     Ok(written)
 }
 
+/// A byte-count run that `--max-seconds` stopped at its cap ended as asked: its report up to
+/// the cap is the run's (the time-window figures of both sides are cut to the same seconds),
+/// not a stalled simulation.
+fn capped(
+    result: std::result::Result<hare_sim::SimOutput, hare_sim::SimError>,
+    job: &Job,
+) -> std::result::Result<hare_sim::SimOutput, hare_sim::SimError> {
+    let cap_s = job.duration_cap.map(|d| d.as_secs_f64());
+    match result {
+        // The run's virtual clock (handshake included) stopped at the cap itself.
+        Err(hare_sim::SimError::Stalled { partial, .. })
+            if cap_s.is_some_and(|cap| partial.sim_seconds >= cap - 1e-9) =>
+        {
+            Ok(*partial)
+        }
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -386,24 +405,5 @@ mod tests {
         let got: Vec<(u32, u32)> = d.iter().map(|(p, m)| (p.cwnd_segments, *m)).collect();
         assert_eq!(got, vec![(20, 30), (5, 5), (7, 7)]);
         assert!(decimate(&[], 0.001).is_empty());
-    }
-}
-
-/// A byte-count run that `--max-seconds` stopped at its cap ended as asked: its report up to
-/// the cap is the run's (the time-window figures of both sides are cut to the same seconds),
-/// not a stalled simulation.
-fn capped(
-    result: std::result::Result<hare_sim::SimOutput, hare_sim::SimError>,
-    job: &Job,
-) -> std::result::Result<hare_sim::SimOutput, hare_sim::SimError> {
-    let cap_s = job.duration_cap.map(|d| d.as_secs_f64());
-    match result {
-        // The run's virtual clock (handshake included) stopped at the cap itself.
-        Err(hare_sim::SimError::Stalled { partial, .. })
-            if cap_s.is_some_and(|cap| partial.sim_seconds >= cap - 1e-9) =>
-        {
-            Ok(*partial)
-        }
-        other => other,
     }
 }
