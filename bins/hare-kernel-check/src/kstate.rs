@@ -110,13 +110,9 @@ pub fn sync(cc: &mut KernelCc, p: &Probe, seq: &Unwrap) -> Result<()> {
         snd_cwnd_cnt: p.snd_cwnd_cnt,
         ca_state: model_state(p.ca_state),
         cwnd_limited: p.is_cwnd_limited != 0,
-        module: None,
         srtt_us: Some(p.srtt_us),
-        // Set below, per record, with the other socket fields.
-        snd_una: None,
-        snd_nxt: None,
-        pacing_rate: None,
-        cwnd_clamp: None,
+        // The module stays; the sequence and pacing rate are set below, per record.
+        ..StartState::default()
     })
     .context("the model refused the kernel's state")?;
     cc.set_bictcp_state(&bictcp_of(p, seq))
@@ -136,13 +132,7 @@ pub fn set_window(cc: &mut KernelCc, cwnd: u32, ssthresh: u32, state: u8) -> Res
         ssthresh: (ssthresh < TCP_INFINITE_SSTHRESH).then_some(ssthresh),
         snd_cwnd_cnt: 0,
         ca_state: model_state(state),
-        cwnd_limited: true,
-        module: None,
-        srtt_us: None,
-        snd_una: None,
-        snd_nxt: None,
-        pacing_rate: None,
-        cwnd_clamp: None,
+        ..StartState::default()
     })
     .context("the model refused a window")?;
     Ok(())
