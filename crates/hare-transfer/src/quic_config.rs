@@ -99,7 +99,7 @@ impl Liveness {
 /// quinn fixes the per-stream window at the handshake, but lets the connection window
 /// grow at run time (`Connection::set_receive_window`); so the stream windows are the cap
 /// (they never limit) and the connection window is what is tuned: it starts at
-/// [`hare_cc::autotune::INITIAL_WINDOW`] and grows each round trip to about twice what the
+/// [`hare_cc::autotune::INITIAL_WINDOW`] plus [`CONTROL_ALLOWANCE`] and grows each round trip to about twice what the
 /// path delivered ([`hare_cc::autotune::RcvAutotune`], as Linux's `tcp_rcv_space_adjust()`),
 /// never beyond `window` plus [`CONTROL_ALLOWANCE`] whatever the stream count: the cap bounds
 /// what one connection buffers.
@@ -142,10 +142,10 @@ impl Link {
     /// Fixed: `window x streams` for the data plus [`CONTROL_ALLOWANCE`]. The data streams are
     /// each held to `window` by stream flow control, so they can never use up the
     /// connection's credit or send buffer, and a control message (a progress request, a file
-    /// digest) never waits behind a window of data. Autotuned: `window` plus
-    /// [`CONTROL_ALLOWANCE`] for any number of streams; the data may then use the allowance
-    /// too, and a control message (sent at a higher priority) waits at most until the
-    /// receiver has read what is in flight, which it does at once.
+    /// digest) never waits behind a window of data. Autotuned: the cap, `window` plus
+    /// [`CONTROL_ALLOWANCE`] for any number of streams; below the cap the tuned window is
+    /// shared by data and control, and a control message (sent at a higher priority) waits
+    /// at most until the receiver has read what is in flight, which it does at once.
     pub(crate) fn connection_window(&self) -> u64 {
         let streams = if self.auto { 1 } else { self.streams.max(1) };
         self.window
@@ -153,8 +153,13 @@ impl Link {
             .saturating_add(CONTROL_ALLOWANCE)
     }
 
-    /// The connection receive window a connection starts with: the autotuner's first window
-    /// plus [`CONTROL_ALLOWANCE`], or [`Link::connection_window`] when fixed.
+    /// The connection receive window a connection starts with: the autotuner's first window,
+    /// or [`Link::connection_window`] when fixed.
+    ///
+    /// The allowance is part of the first window only: added on top of every tuned window
+    /// (with the stream windows at the cap, the data would use it too), it let slow start
+    /// overshoot a 500 Mbit/s x 80 ms path by 1 MiB more than a fixed 2-BDP window does
+    /// (docs/TRANSFER.md, "`-w auto`").
     pub(crate) fn initial_receive_window(&self) -> u64 {
         if self.auto {
             hare_cc::autotune::INITIAL_WINDOW
@@ -259,13 +264,10 @@ pub(crate) fn open_receive_window(conn: &quinn::Connection, link: &Link, grant: 
     }
     let initial = link.initial_receive_window().min(grant);
     conn.set_receive_window(VarInt::from_u64(initial).unwrap_or(VarInt::MAX));
-    // The tuner counts data credit; the control allowance stays on top.
-    let data = |w: u64| w.saturating_sub(CONTROL_ALLOWANCE).max(MIN_WINDOW);
-    let tuner = hare_cc::autotune::RcvAutotune::new(
-        data(initial),
-        data(grant),
-        u64::from(link.max_udp_payload()),
-    );
+    // The tuner sizes the whole connection credit, data and control together (see
+    // `Link::initial_receive_window`).
+    let tuner =
+        hare_cc::autotune::RcvAutotune::new(initial, grant, u64::from(link.max_udp_payload()));
     tokio::spawn(autotune(conn.clone(), tuner));
 }
 
@@ -282,7 +284,6 @@ async fn autotune(conn: quinn::Connection, mut tuner: hare_cc::autotune::RcvAuto
         }
         let s = conn.stats();
         if let Some(w) = tuner.on_progress(start.elapsed(), s.udp_rx.bytes, s.path.rtt) {
-            let w = w.saturating_add(CONTROL_ALLOWANCE);
             conn.set_receive_window(VarInt::from_u64(w).unwrap_or(VarInt::MAX));
         }
         if tuner.window() >= tuner.cap() {
