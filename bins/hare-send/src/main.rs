@@ -84,6 +84,21 @@ struct SendArgs {
     /// Parallel streams (bulk), or files in flight at once (files; default 4).
     #[arg(short = 'P', value_name = "N")]
     parallel: Option<u16>,
+    /// QUIC connections that carry the job, each on its own UDP socket and thread with its
+    /// own controller: past one core, and past one flow's loss-bound rate on a lossy long
+    /// path. A big file travels as ranges over all of them; bulk puts -P streams on each. N
+    /// connections take about N flows' share of a shared bottleneck: for dedicated or
+    /// under-used paths (as GridFTP's parallel streams).
+    #[arg(
+        short = 'C',
+        long = "connections",
+        value_name = "N",
+        default_value_t = 1
+    )]
+    connections: u16,
+    /// With -C: the largest range of a file sent on one stream (default 4m).
+    #[arg(long, value_name = "SIZE")]
+    chunk: Option<String>,
     /// Report interval in seconds (0.1 or more).
     #[arg(short = 'i', value_name = "SECONDS", default_value_t = 1.0)]
     interval: f64,
@@ -570,6 +585,11 @@ fn options(a: SendArgs) -> Result<SendOptions> {
         liveness,
         reverse: a.reverse,
         retries: a.retries,
+        connections: a.connections,
+        chunk: match a.chunk.as_deref() {
+            Some(c) => size(c, "--chunk")?,
+            None => hare_transfer::sender::DEFAULT_CHUNK,
+        },
     })
 }
 

@@ -219,6 +219,7 @@ async fn attacker(relay: SocketAddr, fp: Fingerprint, stop: Arc<AtomicBool>) {
         interval_s: None,
         reverse: None,
         ends_bulk: false,
+        striping: None,
     };
     protocol::write_frame(&mut s, &hello).await.expect("hello");
     let mut streams = Vec::new();

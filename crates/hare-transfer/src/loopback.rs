@@ -158,5 +158,7 @@ pub fn send_options(addr: SocketAddr, trust: Option<Trust>, job: SendJob) -> Sen
         reverse: false,
         retries: crate::sender::DEFAULT_RETRIES,
         via: None,
+        connections: 1,
+        chunk: crate::sender::DEFAULT_CHUNK,
     }
 }

@@ -39,6 +39,7 @@ fn bulk_hello(bytes: u64, token: Option<&str>) -> ToReceiver {
         interval_s: None,
         reverse: None,
         ends_bulk: false,
+        striping: None,
     }
 }
 

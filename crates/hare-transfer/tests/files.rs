@@ -396,6 +396,7 @@ fn hello_with(files: Vec<FileEntry>) -> ToReceiver {
         interval_s: None,
         reverse: None,
         ends_bulk: false,
+        striping: None,
     }
 }
 
@@ -453,6 +454,7 @@ fn receiver_survives_misbehaving_clients_and_bounds_jobs() {
         interval_s: None,
         reverse: None,
         ends_bulk: false,
+        striping: None,
     };
     let a = rt().block_on(raw_hello(f.recv.addr, fp, &streams));
     assert!(
@@ -474,6 +476,7 @@ fn receiver_survives_misbehaving_clients_and_bounds_jobs() {
         interval_s: None,
         reverse: None,
         ends_bulk: false,
+        striping: None,
     };
     let a = rt().block_on(raw_hello(f.recv.addr, fp, &old));
     assert!(

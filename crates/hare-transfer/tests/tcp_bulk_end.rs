@@ -49,6 +49,7 @@ fn job(ends_bulk: bool, end: End) -> Result<(), TransferError> {
             interval_s: None,
             reverse: None,
             ends_bulk,
+            striping: None,
         };
         write_frame(&mut ctl, &hello).await.expect("hello");
         let welcome: Option<ToSender> = read_frame(&mut ctl).await.expect("welcome");

@@ -11,6 +11,11 @@ pub enum DataKind {
     Bulk = 0,
     /// A file stream.
     File = 1,
+    /// One range of a file sent over several streams, possibly on several connections of
+    /// one job (`--connections`): the stream ends where the range does, and bytes 20..28 of
+    /// the header hold the offset the file's data starts at (0, or the resume point), so that
+    /// whichever range arrives first opens the file the same way.
+    Range = 2,
 }
 
 /// The fixed 32-byte header that opens every data channel: magic `HARE`, version byte,
@@ -52,6 +57,30 @@ impl DataHeader {
         b
     }
 
+    /// The header of a range of file `index` at `offset`, of a file whose data starts at
+    /// `start`, for attempt `attempt` (QUIC only: the session bytes carry `start`).
+    pub fn range(index: u32, offset: u64, start: u64, attempt: u16) -> Self {
+        let mut session = [0u8; 12];
+        session[..8].copy_from_slice(&start.to_be_bytes());
+        Self {
+            kind: DataKind::Range,
+            index,
+            offset,
+            session,
+            attempt,
+        }
+    }
+
+    /// Where the data of a range's file starts ([`DataKind::Range`]; 0 for other kinds).
+    pub fn range_start(&self) -> u64 {
+        if self.kind != DataKind::Range {
+            return 0;
+        }
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&self.session[..8]);
+        u64::from_be_bytes(b)
+    }
+
     /// Decode, checking magic, version and kind.
     pub fn decode(b: &[u8; Self::LEN]) -> Result<Self> {
         if &b[..4] != Self::MAGIC {
@@ -68,6 +97,7 @@ impl DataHeader {
         let kind = match b[5] {
             0 => DataKind::Bulk,
             1 => DataKind::File,
+            2 => DataKind::Range,
             k => {
                 return Err(TransferError::Protocol(format!(
                     "unknown data channel kind {k}"

@@ -30,6 +30,11 @@ pub const MAX_FRAME: usize = 4 << 20;
 pub const MAX_FILES: usize = 10_000;
 /// Most parallel streams of a bulk job.
 pub const MAX_STREAMS: u16 = 128;
+/// Most connections of one job (`--connections`).
+pub const MAX_CONNECTIONS: u16 = 64;
+/// Smallest `--chunk` a receiver takes: ranges smaller than this would cost more in stream
+/// headers and bookkeeping than they gain.
+pub const MIN_CHUNK: u64 = 64 << 10;
 /// Longest token accepted, in bytes.
 pub const MAX_TOKEN: usize = 1024;
 /// Most times one file may be sent again within a job ([`ToReceiver::FileRetry`]).
@@ -74,6 +79,23 @@ pub mod feature {
     pub const SKIP: &str = "skip";
     /// File jobs' `dest`, a directory beneath the receiver's `--dir`.
     pub const DEST: &str = "dest";
+    /// Jobs over several QUIC connections (`striping` in the hello, `join`, range streams).
+    pub const CONNECTIONS: &str = "connections";
+}
+
+/// A session id from its hex form in a welcome.
+pub fn parse_session(hex: &str) -> crate::error::Result<[u8; 12]> {
+    let mut out = [0u8; 12];
+    if hex.len() != 24 || !hex.is_ascii() {
+        return Err(crate::error::TransferError::Protocol(
+            "bad session id".into(),
+        ));
+    }
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16)
+            .map_err(|_| crate::error::TransferError::Protocol("bad session id".into()))?;
+    }
+    Ok(out)
 }
 
 mod data;
@@ -87,5 +109,5 @@ mod to_sender;
 pub use data::{DataHeader, DataKind};
 pub use frame::{read_frame, write_frame};
 pub use job::{FileEntry, Job, LinkEntry, LinkResult, SkipRule};
-pub use to_receiver::{Reverse, ToReceiver, REVERSE_VERSION};
+pub use to_receiver::{Reverse, Striping, ToReceiver, REVERSE_VERSION};
 pub use to_sender::{FilePlan, FromRemoteSender, ToSender};

@@ -130,6 +130,7 @@ fn bulk_end_travels_and_a_hello_says_whether_its_sender_sends_it() {
         interval_s: None,
         reverse: None,
         ends_bulk: true,
+        striping: None,
     };
     let text = serde_json::to_string(&hello).unwrap_or_default();
     assert!(text.ends_with(r#""ends_bulk":true}"#), "{text}");
@@ -141,6 +142,7 @@ fn bulk_end_travels_and_a_hello_says_whether_its_sender_sends_it() {
             back,
             Some(ToReceiver::Hello {
                 ends_bulk: false,
+                striping: None,
                 ..
             })
         ),
@@ -165,6 +167,7 @@ fn reverse_hellos_travel_and_older_hellos_still_read() {
         interval_s: None,
         reverse: Some(Reverse { rate_bps: Some(8) }),
         ends_bulk: false,
+        striping: None,
     };
     let text = serde_json::to_string(&hello).unwrap_or_default();
     assert!(text.ends_with(r#""reverse":{"rate_bps":8}}"#), "{text}");
@@ -267,4 +270,30 @@ fn messages_have_stable_json() {
         serde_json::to_string(&j).ok().as_deref(),
         Some(r#"{"kind":"bulk","bytes":1024,"seconds":null,"streams":1}"#)
     );
+}
+
+#[test]
+fn session_ids_parse() {
+    assert_eq!(
+        super::parse_session("000102030405060708090a0b").ok(),
+        Some([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
+    );
+    assert!(super::parse_session("00").is_err());
+    assert!(super::parse_session("zz0102030405060708090a0b").is_err());
+}
+
+#[test]
+fn a_range_header_carries_where_its_file_starts() {
+    let h = DataHeader::range(7, 8 << 20, 1 << 20, 3);
+    let back = DataHeader::decode(&h.encode()).expect("decodes");
+    assert_eq!(back, h);
+    assert_eq!(back.kind, DataKind::Range);
+    assert_eq!((back.index, back.offset, back.attempt), (7, 8 << 20, 3));
+    assert_eq!(back.range_start(), 1 << 20);
+    // Other kinds start nowhere in particular.
+    let f = DataHeader {
+        kind: DataKind::File,
+        ..h
+    };
+    assert_eq!(f.range_start(), 0);
 }

@@ -40,6 +40,20 @@ pub enum ToReceiver {
         /// [`feature::BULK_END`] (absent, false, from older senders).
         #[serde(default, skip_serializing_if = "is_false")]
         ends_bulk: bool,
+        /// The job travels over several connections (`--connections`, QUIC only): how many
+        /// and how files are cut into ranges. Absent: one connection. A receiver that does
+        /// not list [`feature::CONNECTIONS`] ignores it (the sender then uses one).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        striping: Option<Striping>,
+    },
+    /// The first frame on a further connection of a job (instead of a hello): the session the
+    /// job's welcome named, and this connection's number (1, 2, ...). Accepted only from the
+    /// sender that holds the job (the same certificate, if it showed one).
+    Join {
+        /// The job's session, hex, from its welcome.
+        session: String,
+        /// This connection's number within the job (the first connection is 0).
+        connection: u16,
     },
     /// The bulk job's data is all sent and every data channel ended: `bytes` of payload over
     /// all streams. Over kernel TCP the end of a data stream does not tell a sender that
@@ -119,6 +133,16 @@ pub struct Reverse {
 }
 
 /// For `skip_serializing_if`: a false flag is left out of the message.
+/// How a job is spread over several connections (`--connections`, `--chunk`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Striping {
+    /// Connections in all, the first included (2 or more).
+    pub connections: u16,
+    /// Largest range of a file sent on one stream, bytes; a file with more to send than this
+    /// travels as ranges ([`crate::protocol::DataKind::Range`]).
+    pub chunk: u64,
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }

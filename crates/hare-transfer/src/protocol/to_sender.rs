@@ -36,7 +36,8 @@ pub enum ToSender {
         window: u64,
         /// Per-file plans (file jobs).
         files: Vec<FilePlan>,
-        /// TCP mode: the session the data connections must name (hex).
+        /// The session the job's further channels must name (hex): its data connections over
+        /// kernel TCP, its further connections (`join`) over QUIC.
         session: Option<String>,
         /// What this receiver understands beyond version 1 ([`feature`]); absent from older
         /// receivers.
@@ -45,6 +46,11 @@ pub enum ToSender {
         /// The verdict on each link of the job (made when the job was accepted).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         links: Vec<LinkResult>,
+    },
+    /// A further connection joined its job ([`ToReceiver::Join`]): data streams may follow.
+    Joined {
+        /// This connection's number within the job.
+        connection: u16,
     },
     /// The job is refused; the receiver closes after this.
     Refuse {

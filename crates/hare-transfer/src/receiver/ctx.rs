@@ -46,6 +46,8 @@ pub(super) struct JobCtx {
     pub(super) reorder: Arc<ReorderBudget>,
     /// The receiver's running jobs (for tagging lines while they overlap).
     pub(super) jobs: super::JobCount,
+    /// The sessions of running jobs that further connections may join.
+    pub(super) joins: super::joins::Joins,
     /// Admission: the pre-auth place this connection holds until its job is admitted.
     pub(super) gate: Gate,
     pub(super) preauth: Option<Ticket>,

@@ -72,6 +72,7 @@ pub async fn receive_from(
         names: shared.names,
         reorder: shared.reorder,
         jobs: shared.jobs,
+        joins: shared.joins,
         gate: Gate::new(opts.limits),
         preauth: None,
         hello_deadline,

@@ -16,8 +16,8 @@ use crate::cpu::CpuClock;
 use crate::error::{Result, TransferError};
 use crate::intervals::job_interval;
 use crate::protocol::{
-    feature, read_frame, write_frame, DataHeader, DataKind, FilePlan, LinkResult, ToReceiver,
-    ToSender, MAX_STREAMS, PROTOCOL_VERSION,
+    feature, read_frame, write_frame, DataHeader, DataKind, FilePlan, LinkResult, Striping,
+    ToReceiver, ToSender, MAX_CONNECTIONS, MAX_STREAMS, MIN_CHUNK, PROTOCOL_VERSION,
 };
 use crate::recvfile::{Failure, Planned, Target, Verified};
 use crate::report::{Printer, RunLog};
@@ -75,6 +75,13 @@ pub(super) async fn run_job(
         timeout: ctx.opts.limits.write_timeout,
     };
     let hello = read_hello(&ctx, &mut ctl_r).await?;
+    if let ToReceiver::Join {
+        session,
+        connection,
+    } = &hello
+    {
+        return super::joins::serve_join(ctx, session, *connection, out.w).await;
+    }
     let (job_id, _running) = ctx.jobs.start();
     let tag = crate::report::JobTag::new(ctx.peer, job_id, ctx.jobs.running.clone());
     let printer = Printer::new(&ctx.opts.output).tagged(tag);
@@ -116,6 +123,8 @@ pub(super) async fn run_job(
             ..
         }
     );
+    let striping = striping_of(&ctx, &hello);
+    let _joins = striping.map(|st| register(&mut ctx, st, (grant, fixed), channels));
     welcome(&ctx, &mut out, (grant, fixed), plans, channels, links).await?;
     if let ToReceiver::Hello {
         reverse: Some(r), ..
@@ -148,6 +157,7 @@ pub(super) async fn run_job(
         }
     );
     let mut job = Running::new(&ctx, accepted, channels, t0, interval, needs_end);
+    job.striped(striping);
     let abort = job.serve(&mut out, &mut log, ctl_rx, data_rx).await;
     finish(&ctx, job, abort, &mut out, log, t0, cpu).await
 }
@@ -236,8 +246,7 @@ async fn welcome(
             ..ctx.opts.link
         };
         crate::quic_config::open_receive_window(conn, &link, grant);
-        let streams = channels.clamp(1, MAX_STREAMS as usize) as u32;
-        conn.set_max_concurrent_uni_streams(VarInt::from_u32(streams));
+        conn.set_max_concurrent_uni_streams(VarInt::from_u32(uni_streams(ctx, channels)));
     }
     out.send(&ToSender::Welcome {
         version: PROTOCOL_VERSION,
@@ -253,6 +262,7 @@ async fn welcome(
             feature::BULK_END.to_owned(),
             feature::SKIP.to_owned(),
             feature::DEST.to_owned(),
+            feature::CONNECTIONS.to_owned(),
         ],
         links,
     })
@@ -261,6 +271,55 @@ async fn welcome(
         tokio::spawn(accept_quic_streams(conn.clone(), tx));
     }
     Ok(())
+}
+
+/// The striping a QUIC job asked for and this receiver takes: a push (not reverse), at most
+/// [`MAX_CONNECTIONS`] connections, ranges of at least [`MIN_CHUNK`] bytes. Anything else
+/// runs on the one connection (the sender hears no session and keeps to it).
+fn striping_of(ctx: &JobCtx, hello: &ToReceiver) -> Option<Striping> {
+    let ToReceiver::Hello {
+        striping: Some(st),
+        reverse: None,
+        ..
+    } = hello
+    else {
+        return None;
+    };
+    let fits = (2..=MAX_CONNECTIONS).contains(&st.connections) && st.chunk >= MIN_CHUNK;
+    (ctx.conn.is_some() && fits).then_some(*st)
+}
+
+/// Data streams one connection of the job may open at once: one per channel, or for a job
+/// over several connections as many as any job may (its ranges come and go).
+fn uni_streams(ctx: &JobCtx, channels: usize) -> u32 {
+    if ctx.session.is_some() && ctx.conn.is_some() {
+        return u32::from(MAX_STREAMS);
+    }
+    channels.clamp(1, MAX_STREAMS as usize) as u32
+}
+
+/// Open the job to its further connections: a session for the welcome, registered with
+/// what each connection gets.
+fn register(
+    ctx: &mut JobCtx,
+    st: Striping,
+    (grant, fixed): (u64, bool),
+    channels: usize,
+) -> Option<super::joins::Registered> {
+    let data_tx = ctx.data_tx.clone()?;
+    let id: [u8; 12] = rand::random();
+    ctx.session = Some(id);
+    let slot = super::joins::Slot {
+        data_tx,
+        owner: ctx.peer_cert,
+        link: crate::quic_config::Link {
+            auto: ctx.opts.link.auto && !fixed,
+            ..ctx.opts.link
+        },
+        grant,
+        streams: uni_streams(ctx, channels),
+    };
+    Some(ctx.joins.register(id, slot, st.connections - 1))
 }
 
 fn start_log(
@@ -385,6 +444,7 @@ impl ProgressBudget {
     }
 }
 
+mod assemble;
 mod running;
 use running::Running;
 

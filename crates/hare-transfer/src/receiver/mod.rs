@@ -34,6 +34,7 @@ mod dest;
 mod dialled;
 mod gate;
 mod job;
+mod joins;
 // Peer text for the log (also the sender's), below both sides.
 pub(crate) use crate::peer_log as logs;
 // The protocol's port and deadlines, defined with the protocol (the sender uses them too).
@@ -55,6 +56,7 @@ pub(super) struct Shared {
     pub(super) names: crate::recvfile::FinalNames,
     pub(super) reorder: Arc<crate::recvfile::ReorderBudget>,
     pub(super) jobs: JobCount,
+    pub(super) joins: joins::Joins,
 }
 
 /// The jobs of a receiver: how many run now (their lines are tagged while more than one
@@ -95,6 +97,7 @@ impl Shared {
                 limits.max_reorder_bytes,
             )),
             jobs: JobCount::default(),
+            joins: joins::Joins::default(),
         }
     }
 }

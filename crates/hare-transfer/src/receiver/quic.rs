@@ -167,6 +167,7 @@ async fn quic_connection(
         names: names.names,
         reorder: names.reorder,
         jobs: names.jobs,
+        joins: names.joins,
         gate,
         preauth: Some(ticket),
         hello_deadline,

@@ -136,13 +136,32 @@ pub(super) async fn file_stream(
             format!("{name}: data ended early; partial data kept for --resume"),
         ));
     }
-    match tokio::time::timeout(DIGEST_TIMEOUT, digest).await {
-        Ok(Ok(Ok(hex))) => sink.verify(&hex).map_err(Failure::from),
-        Ok(Ok(Err(reason))) => {
+    judge(sink, &name, None, digest).await
+}
+
+/// A file whose every byte is in: verified against the sender's digest (`said`, if it came
+/// already, else awaited up to [`DIGEST_TIMEOUT`]); a file the sender abandoned is discarded,
+/// one whose digest never comes kept for `--resume`.
+pub(super) async fn judge(
+    sink: FileSink,
+    name: &str,
+    said: Option<Result<String, String>>,
+    digest: oneshot::Receiver<Result<String, String>>,
+) -> Result<Verified, Failure> {
+    let word = match said {
+        Some(w) => Some(w),
+        None => match tokio::time::timeout(DIGEST_TIMEOUT, digest).await {
+            Ok(Ok(w)) => Some(w),
+            _ => None,
+        },
+    };
+    match word {
+        Some(Ok(hex)) => sink.verify(&hex).map_err(Failure::from),
+        Some(Err(reason)) => {
             sink.discard();
-            Err(abandoned(&name, &reason))
+            Err(abandoned(name, &reason))
         }
-        _ => {
+        None => {
             sink.keep_partial();
             Err(Failure::new(
                 FailCode::Other,

@@ -118,6 +118,7 @@ async fn tcp_socket(
             names: names.names,
             reorder: names.reorder,
             jobs: names.jobs,
+            joins: names.joins,
             gate,
             preauth: Some(ticket),
             hello_deadline,

@@ -7,8 +7,8 @@ use quinn::VarInt;
 use crate::channels::{ControlRead, ControlWrite};
 use crate::error::{Result, TransferError};
 use crate::protocol::{
-    close, read_frame, write_frame, FilePlan, Job, LinkResult, Reverse, ToReceiver, ToSender,
-    PROTOCOL_VERSION, REVERSE_VERSION,
+    close, read_frame, write_frame, FilePlan, Job, LinkResult, Reverse, Striping, ToReceiver,
+    ToSender, PROTOCOL_VERSION, REVERSE_VERSION,
 };
 use crate::quic_config::Link;
 
@@ -31,6 +31,8 @@ pub(super) struct Welcome {
     pub(super) links: Vec<LinkResult>,
     /// The receiver's software, for messages about what it lacks.
     pub(super) software: String,
+    /// QUIC: the session further connections of the job join (`--connections`).
+    pub(super) session: Option<[u8; 12]>,
 }
 
 /// Send the hello and wait for the answer; a refusal closes the connection and is an error.
@@ -64,6 +66,10 @@ pub(super) async fn hello(
                 rate_bps: opts.rate,
             }),
             ends_bulk: !opts.reverse,
+            striping: (opts.connections > 1).then_some(Striping {
+                connections: opts.connections,
+                chunk: opts.chunk,
+            }),
         },
     )
     .await?;
@@ -91,8 +97,12 @@ pub(super) async fn hello(
             software,
             ..
         } => {
-            if let (Opener::Tcp { session: s, .. }, Some(hex)) = (&mut *opener, &session) {
-                *s = parse_session(hex)?;
+            let session = session
+                .as_deref()
+                .map(crate::protocol::parse_session)
+                .transpose()?;
+            if let (Opener::Tcp { session: s, .. }, Some(id)) = (&mut *opener, session) {
+                *s = id;
             }
             Ok(Welcome {
                 granted: window,
@@ -100,6 +110,7 @@ pub(super) async fn hello(
                 features,
                 links,
                 software,
+                session,
             })
         }
         ToSender::Refuse { reason } => {
@@ -118,31 +129,5 @@ pub(super) async fn hello(
             "expected a welcome, got a `{}` message",
             message_type(&other)
         ))),
-    }
-}
-
-fn parse_session(hex: &str) -> Result<[u8; 12]> {
-    let mut out = [0u8; 12];
-    if hex.len() != 24 || !hex.is_ascii() {
-        return Err(TransferError::Protocol("bad TCP session id".into()));
-    }
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16)
-            .map_err(|_| TransferError::Protocol("bad TCP session id".into()))?;
-    }
-    Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn session_ids_parse() {
-        assert_eq!(
-            parse_session("000102030405060708090a0b").ok(),
-            Some([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
-        );
-        assert!(parse_session("00").is_err());
     }
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::error::{Result, TransferError};
-use crate::protocol::{Job, SkipRule, MAX_STREAMS};
+use crate::protocol::{Job, SkipRule, MAX_CONNECTIONS, MAX_STREAMS, MIN_CHUNK};
 use crate::quic_config::Link;
 use crate::sendfiles::{gather, Source};
 
@@ -39,6 +39,7 @@ pub(super) fn plan(opts: &SendOptions) -> Result<Plan> {
             "-P {streams}: must be 1 to {MAX_STREAMS}"
         )));
     }
+    check_connections(opts)?;
     let link = Link {
         streams,
         ..opts.link
@@ -56,7 +57,8 @@ pub(super) fn plan(opts: &SendOptions) -> Result<Plan> {
         } => (
             Vec::new(),
             Vec::new(),
-            bulk_job(*bytes, *seconds, *streams)?,
+            // With several connections each carries `-P` streams.
+            bulk_job(*bytes, *seconds, streams * opts.connections.max(1))?,
         ),
         SendJob::Files {
             paths,
@@ -106,6 +108,45 @@ pub(super) fn plan(opts: &SendOptions) -> Result<Plan> {
         refused,
         job,
     })
+}
+
+/// `-C` and `--chunk`: several connections only over QUIC, for a job this side sends, and
+/// at most [`MAX_STREAMS`] bulk streams over all of them.
+fn check_connections(opts: &SendOptions) -> Result<()> {
+    let n = opts.connections;
+    if n == 0 || n > MAX_CONNECTIONS {
+        return Err(TransferError::Usage(format!(
+            "-C {n}: must be 1 to {MAX_CONNECTIONS}"
+        )));
+    }
+    if n == 1 {
+        return Ok(());
+    }
+    if opts.tcp.is_some() {
+        return Err(TransferError::Usage(
+            "-C is for QUIC: --tcp already opens one kernel TCP connection per stream (use -P)"
+                .into(),
+        ));
+    }
+    if opts.reverse || opts.via.is_some() {
+        return Err(TransferError::Usage(
+            "-C carries jobs this side sends; it does not work with -r or a pull yet".into(),
+        ));
+    }
+    if let SendJob::Bulk { streams, .. } = &opts.job {
+        if u32::from(*streams) * u32::from(n) > u32::from(MAX_STREAMS) {
+            return Err(TransferError::Usage(format!(
+                "-P {streams} x -C {n}: at most {MAX_STREAMS} bulk streams in all"
+            )));
+        }
+    }
+    if opts.chunk < MIN_CHUNK {
+        return Err(TransferError::Usage(format!(
+            "--chunk {}: must be at least {MIN_CHUNK} bytes",
+            opts.chunk
+        )));
+    }
+    Ok(())
 }
 
 /// `--checksum`: the BLAKE3 of every file, sent in the hello for the receiver to compare

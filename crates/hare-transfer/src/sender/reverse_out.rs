@@ -236,6 +236,7 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
             restarts: super::restarts::Restarts::default(),
             notes: None,
         },
+        stripes: None,
     };
     let mut tasks = DataTasks::new();
     // Reverse mode keeps its own end (the taking side counts the streams).

@@ -37,6 +37,8 @@ pub(super) struct DataShared {
     pub(super) out_tx: mpsc::Sender<ToReceiver>,
     /// How changed files are sent again.
     pub(super) retry: Retry,
+    /// The job's connections, when it has several (`-C`).
+    pub(super) stripes: Option<Arc<super::stripes::Stripes>>,
 }
 
 /// A data task's result: a file's report, or `None` for a bulk stream.
@@ -84,7 +86,10 @@ pub(super) fn spawn_bulk(
             deadline,
             written: shared.written.clone(),
         };
-        let opener = shared.opener.clone();
+        let opener = match &shared.stripes {
+            Some(st) => Opener::Quic(st.conn(usize::from(i) % st.len())),
+            None => shared.opener.clone(),
+        };
         let flag = shared.stop_flag.clone();
         let (pacer, pattern) = (shared.pacer.clone(), pattern.clone());
         let written = plan.written.clone();
@@ -172,6 +177,7 @@ pub(super) fn spawn_files(
             plan_of.get(&i).cloned(),
         );
         let (pacer, retry) = (shared.pacer.clone(), shared.retry.clone());
+        let stripes = shared.stripes.clone();
         tasks.spawn(async move {
             let permit = gate
                 .acquire_owned()
@@ -179,7 +185,16 @@ pub(super) fn spawn_files(
                 .map_err(|_| TransferError::Interrupted)?;
             Ok(Some(
                 file_task(
-                    opener, i, src, plan, out_tx, result_rx, pacer, bar, permit, retry,
+                    (opener, stripes),
+                    i,
+                    src,
+                    plan,
+                    out_tx,
+                    result_rx,
+                    pacer,
+                    bar,
+                    permit,
+                    retry,
                 )
                 .await,
             ))

@@ -12,7 +12,9 @@ use tokio::sync::{mpsc, oneshot};
 use super::bar::FileBar;
 use super::grow;
 use super::opener::Opener;
+use super::ranges::Striper;
 use super::retry::{ask, confirmed, gave_up, is_change, Retry};
+use super::stripes::Stripes;
 use super::FileReport;
 use crate::channels::CHUNK;
 use crate::error::Result;
@@ -215,6 +217,64 @@ fn open_at(src: &Source, offset: u64) -> Result<(std::fs::File, Snapshot), Strin
     Ok((file, snap))
 }
 
+/// Where a file's bytes go: one data channel, or ranges over the job's connections.
+enum FileOut {
+    One(crate::channels::DataOut),
+    Striped(Box<Striper>),
+}
+
+impl FileOut {
+    async fn write(&mut self, b: Bytes) -> Result<()> {
+        match self {
+            FileOut::One(o) => o.write(b).await,
+            FileOut::Striped(s) => s.write(b).await,
+        }
+    }
+
+    /// Everything went out: end the channel, or wait until every range was acknowledged.
+    async fn finish(&mut self) -> Result<()> {
+        match self {
+            FileOut::One(o) => o.finish(),
+            FileOut::Striped(s) => s.finish().await,
+        }
+    }
+
+    fn reset(&mut self, code: u32) {
+        match self {
+            FileOut::One(o) => o.reset(code),
+            FileOut::Striped(s) => s.reset(),
+        }
+    }
+}
+
+/// Open the way file `header.index` travels from `header.offset`: over several connections,
+/// ranges when more than a chunk is left, else one stream on the connection given the fewest
+/// bytes; over one, a stream of `opener`.
+async fn open_out(
+    io: &FileIo,
+    header: DataHeader,
+    file: &std::fs::File,
+    size: u64,
+) -> Result<FileOut> {
+    let Some(stripes) = &io.stripes else {
+        return Ok(FileOut::One(io.opener.open(header).await?));
+    };
+    let left = size - header.offset;
+    if left > stripes.chunk {
+        let file = file
+            .try_clone()
+            .map_err(|e| crate::error::TransferError::Config(format!("cannot reopen: {e}")))?;
+        let at = (header.index, header.offset, header.attempt);
+        return Ok(FileOut::Striped(Box::new(Striper::new(
+            stripes.clone(),
+            file,
+            at,
+        ))));
+    }
+    let opener = Opener::Quic(stripes.least_given(left)?);
+    Ok(FileOut::One(opener.open(header).await?))
+}
+
 /// How streaming a file's bytes ended.
 enum Streamed {
     /// Every byte went out unchanged; the digest of what was read, and the file's size when
@@ -235,7 +295,7 @@ async fn stream_file(
     src: &Source,
     snap: Snapshot,
     (mut hasher, mut pos): (blake3::Hasher, u64),
-    out: &mut crate::channels::DataOut,
+    out: &mut FileOut,
     pacer: Option<&Pacer>,
     bar: Option<&ProgressBar>,
 ) -> Streamed {
@@ -312,7 +372,7 @@ async fn tell_abandoned(ctl: &mpsc::Sender<ToReceiver>, index: u32, reason: &str
 /// that the bar and its ETA count only what is still to come and the bar ends complete.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn file_task(
-    opener: Opener,
+    (opener, stripes): (Opener, Option<Arc<Stripes>>),
     index: u32,
     src: Source,
     plan: Option<FilePlan>,
@@ -325,6 +385,7 @@ pub(super) async fn file_task(
 ) -> FileReport {
     let io = FileIo {
         opener,
+        stripes,
         index,
         ctl,
         pacer,
@@ -341,6 +402,8 @@ pub(super) async fn file_task(
 /// the `-R` pacer and its hidden progress bar (bytes sent, every attempt included).
 struct FileIo {
     opener: Opener,
+    /// The job's connections, when it has several.
+    stripes: Option<Arc<Stripes>>,
     index: u32,
     ctl: mpsc::Sender<ToReceiver>,
     pacer: Option<Arc<Pacer>>,
@@ -443,7 +506,7 @@ async fn send_file(
             // At most MAX_RETRIES + 1 attempts (101).
             attempt: (attempts - 1) as u16,
         };
-        let mut out = match io.opener.open(header).await {
+        let mut out = match open_out(&io, header, &file, src.entry.size).await {
             Ok(o) => o,
             Err(e) => return fail(e.to_string(), offset, attempts),
         };
@@ -501,7 +564,7 @@ async fn send_file(
             }
         }
     };
-    if let Err(e) = out.finish() {
+    if let Err(e) = out.finish().await {
         return fail(e.to_string(), offset, attempts);
     }
     let done = ToReceiver::FileDone {

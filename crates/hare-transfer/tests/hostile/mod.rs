@@ -82,6 +82,7 @@ pub fn files_hello(files: &[(&str, u64)], force: bool, token: Option<&str>) -> T
         interval_s: None,
         reverse: None,
         ends_bulk: false,
+        striping: None,
     }
 }
 

@@ -58,6 +58,10 @@ pub(super) struct Running {
     last_progress: Instant,
     progress: ProgressBudget,
     srtt: Option<quinn::Connection>,
+    /// A job over several connections: the range size it announced.
+    chunk: Option<u64>,
+    /// Files arriving as ranges, by index, while they assemble.
+    ranges: HashMap<u32, super::assemble::Ranges>,
     /// Verified files waiting to be made durable together (opened with the first one).
     batch: Option<Batch>,
     /// Files sent again: the manifest entries, names and retries so far.
@@ -88,6 +92,8 @@ struct Again {
     /// Files given up before their (reset) channel came: a late channel of one is dropped.
     dropped: HashSet<u32>,
 }
+
+mod ranges;
 
 /// What one event of the loop decided.
 enum Step {
@@ -163,6 +169,8 @@ impl Running {
             last_progress: Instant::now(),
             progress: ProgressBudget::new(),
             srtt: ctx.conn.clone(),
+            chunk: None,
+            ranges: HashMap::new(),
             batch: None,
             again,
             needs_bulk_end: needs_end && !files_job,
@@ -381,6 +389,9 @@ impl Running {
             ToReceiver::Hello { .. } => {
                 Step::Stop(Some(TransferError::Protocol("a second hello".into())))
             }
+            ToReceiver::Join { .. } => Step::Stop(Some(TransferError::Protocol(
+                "a join on a connection that already holds a job".into(),
+            ))),
             ToReceiver::BulkEnd { .. } if self.files_job => Step::Stop(Some(
                 TransferError::Protocol("bulk-end in a file job".into()),
             )),
@@ -437,7 +448,7 @@ impl Running {
                 "the connection closed".into(),
             )));
         };
-        if h.kind == DataKind::File
+        if matches!(h.kind, DataKind::File | DataKind::Range)
             && self
                 .again
                 .attempt
@@ -449,7 +460,10 @@ impl Running {
             drop(input);
             return Step::Go;
         }
-        if h.kind == DataKind::File && self.again.dropped.remove(&h.index) {
+        if h.kind == DataKind::Range && !self.again.dropped.contains(&h.index) {
+            return self.range(h, input, fin);
+        }
+        if h.kind != DataKind::Bulk && self.again.dropped.remove(&h.index) {
             // The late channel of a file the sender gave up before it came (judged then).
             drop(input);
             return Step::Go;
@@ -510,6 +524,7 @@ impl Running {
             }
             Finished::File(index, r) => (index, r),
         };
+        self.ranges.remove(&index);
         if let Some(entry) = self.again.waiting.remove(&index) {
             // The abandoned attempt has ended (its data discarded): plan the new one, whose
             // data channel is still to come.

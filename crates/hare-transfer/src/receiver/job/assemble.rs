@@ -1,0 +1,164 @@
+//! A file that arrives as ranges ([`DataKind::Range`](crate::protocol::DataKind::Range)), on
+//! streams of one or more connections of its job: one sink for all of them, written at the
+//! offsets the data arrives at (the sink hashes in file order, reading back what came early),
+//! judged once every byte is in and the sender's digest came. A range stream that breaks
+//! (its connection died) is no failure: the sender sends the range again on another one.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+
+use crate::channels::DataIn;
+use crate::protocol::{DataHeader, FailCode};
+use crate::recvfile::{Failure, FileSink, Planned, Target, Verified};
+
+use super::super::streams::judge;
+use super::super::COALESCE;
+use super::{DigestWait, Finished};
+
+/// Range streams of one file waiting to be read (beyond this many at once the sender
+/// misbehaves).
+const QUEUED: usize = 256;
+
+/// A piece of one range stream, or its end.
+enum Piece {
+    Data(u64, Bytes),
+    End,
+}
+
+/// The running assembly of one file: where its further range streams go.
+pub(super) struct Ranges {
+    tx: mpsc::Sender<(DataHeader, DataIn)>,
+    streams: u64,
+    cap: u64,
+}
+
+impl Ranges {
+    /// Another range stream of the file; `Err` when the sender opens more than the file can
+    /// need (each range twice, and some).
+    pub(super) fn add(&mut self, h: DataHeader, input: DataIn) -> Result<(), String> {
+        self.streams += 1;
+        if self.streams > self.cap {
+            return Err(format!(
+                "more range streams for file {} than it needs",
+                h.index
+            ));
+        }
+        self.tx
+            .try_send((h, input))
+            .map_err(|_| format!("too many range streams of file {} at once", h.index))
+    }
+}
+
+/// The most range streams a file of `remaining` bytes in ranges of `chunk` may take: each
+/// range twice (sent again after a lost connection), and 16 more.
+pub(super) fn stream_cap(remaining: u64, chunk: u64) -> u64 {
+    remaining
+        .div_ceil(chunk.max(1))
+        .saturating_mul(2)
+        .saturating_add(16)
+}
+
+/// Start the assembly of a file with its first range stream; its verdict goes to `fin`.
+pub(super) fn start(
+    (target, planned): (Target, Planned),
+    first: (DataHeader, DataIn),
+    digest: DigestWait,
+    (fin, bytes): (mpsc::Sender<Finished>, Arc<AtomicU64>),
+    cap: u64,
+) -> Ranges {
+    let (tx, rx) = mpsc::channel(QUEUED);
+    let index = first.0.index;
+    tokio::spawn(async move {
+        let r = assemble(target, planned, first, rx, digest, bytes).await;
+        let _ = fin.send(Finished::File(index, r)).await;
+    });
+    Ranges {
+        tx,
+        streams: 1,
+        cap,
+    }
+}
+
+async fn assemble(
+    target: Target,
+    planned: Planned,
+    first: (DataHeader, DataIn),
+    mut more: mpsc::Receiver<(DataHeader, DataIn)>,
+    mut digest: DigestWait,
+    bytes: Arc<AtomicU64>,
+) -> Result<Verified, Failure> {
+    let name = planned.entry.name.clone();
+    let mut sink =
+        FileSink::open(&target, planned, first.0.range_start()).map_err(Failure::from)?;
+    let (piece_tx, mut pieces) = mpsc::channel::<Piece>(16);
+    tokio::spawn(read_range(first, piece_tx.clone()));
+    let (mut readers, mut more_open) = (1usize, true);
+    let mut said = None;
+    while !sink.complete() {
+        if readers == 0 && !more_open {
+            sink.keep_partial();
+            return Err(Failure::new(
+                FailCode::Other,
+                format!("{name}: data ended early; partial data kept for --resume"),
+            ));
+        }
+        tokio::select! {
+            p = pieces.recv() => match p {
+                Some(Piece::Data(at, b)) => {
+                    if let Err(e) = sink.write(at, &b) {
+                        sink.discard();
+                        return Err(Failure::from(e));
+                    }
+                    bytes.fetch_add(b.len() as u64, Ordering::Relaxed);
+                }
+                Some(Piece::End) | None => readers = readers.saturating_sub(1),
+            },
+            m = more.recv(), if more_open => match m {
+                Some(s) => {
+                    readers += 1;
+                    tokio::spawn(read_range(s, piece_tx.clone()));
+                }
+                None => more_open = false,
+            },
+            d = &mut digest, if said.is_none() => {
+                let d = d.unwrap_or_else(|_| Err("the job ended".into()));
+                if let Err(reason) = &d {
+                    sink.discard();
+                    return Err(super::super::streams::abandoned(&name, reason));
+                }
+                said = Some(d);
+            }
+        }
+    }
+    judge(sink, &name, said, digest).await
+}
+
+/// Read one range stream, gathering contiguous chunks into writes of up to [`COALESCE`]
+/// bytes; a stream that breaks just ends (its range comes again).
+async fn read_range((h, mut input): (DataHeader, DataIn), tx: mpsc::Sender<Piece>) {
+    let mut pend: Vec<u8> = Vec::new();
+    let mut pend_at = 0u64;
+    while let Ok(Some((off, b))) = input.next().await {
+        let Some(at) = h.offset.checked_add(off) else {
+            break;
+        };
+        let joins = pend_at + pend.len() as u64 == at && pend.len() + b.len() <= COALESCE;
+        if !pend.is_empty() && !joins {
+            let full = Bytes::from(std::mem::take(&mut pend));
+            if tx.send(Piece::Data(pend_at, full)).await.is_err() {
+                return;
+            }
+        }
+        if pend.is_empty() {
+            pend_at = at;
+        }
+        pend.extend_from_slice(&b);
+    }
+    if !pend.is_empty() {
+        let _ = tx.send(Piece::Data(pend_at, Bytes::from(pend))).await;
+    }
+    let _ = tx.send(Piece::End).await;
+}

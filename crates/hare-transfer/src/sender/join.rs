@@ -1,0 +1,235 @@
+//! The further connections of a job (`-C N`): each on its own UDP socket and endpoint, made
+//! and driven by a current-thread runtime on a thread of its own (quinn drives an endpoint and
+//! its connections from the runtime that made them, so each connection's packet work, its
+//! encryption and its controller run on that thread), and joined to the job with the session
+//! its welcome named. The connection handles work from any thread: the job's tasks write
+//! their streams from the main runtime.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use hare_cc::Observer;
+use tokio::sync::oneshot;
+
+use super::connect::{connect, Connected};
+use super::opener::Opener;
+use super::SendOptions;
+use crate::error::{Result, TransferError};
+use crate::protocol::{close, read_frame, write_frame, ToReceiver, ToSender};
+use crate::quic_config::Link;
+
+/// How long a further connection may take to join (handshake and answer).
+const JOIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One further connection and the thread that drives it.
+struct Extra {
+    conn: quinn::Connection,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The job's further connections (connection 1 onwards).
+pub(super) struct Extras(Vec<Extra>);
+
+/// Where the further connections go and which job they join.
+pub(super) struct JoinTo<'a> {
+    pub(super) opts: &'a SendOptions,
+    pub(super) link: &'a Link,
+    pub(super) addr: SocketAddr,
+    pub(super) host: &'a str,
+    pub(super) session: [u8; 12],
+}
+
+impl Extras {
+    /// Open connections 1 to `n - 1`, all at once; `Err` when any of them cannot join (the
+    /// ones that did are closed).
+    pub(super) async fn open(to: JoinTo<'_>, n: u16) -> Result<Self> {
+        let mut waits = Vec::new();
+        for i in 1..n {
+            let (ready_tx, ready_rx) = oneshot::channel();
+            let (stop_tx, stop_rx) = oneshot::channel();
+            let opts = SendOptions {
+                // One qlog per run: the further connections keep none (yet).
+                qlog: None,
+                ..to.opts.clone()
+            };
+            let (link, addr, host, session) = (*to.link, to.addr, to.host.to_owned(), to.session);
+            let thread = std::thread::Builder::new()
+                .name(format!("hare-conn-{i}"))
+                .spawn(move || {
+                    drive(Drive {
+                        opts,
+                        link,
+                        addr,
+                        host,
+                        session,
+                        number: i,
+                        ready: ready_tx,
+                        stop: stop_rx,
+                    })
+                })
+                .map_err(|e| TransferError::Config(format!("starting connection {i}: {e}")))?;
+            waits.push((ready_rx, stop_tx, thread));
+        }
+        let mut extras = Extras(Vec::new());
+        let mut failed = None;
+        for (ready, stop, thread) in waits {
+            match ready.await {
+                Ok(Ok(conn)) => extras.0.push(Extra {
+                    conn,
+                    stop: Some(stop),
+                    thread: Some(thread),
+                }),
+                Ok(Err(e)) => failed = failed.or(Some(e)),
+                Err(_) => {
+                    failed = failed.or(Some(TransferError::Connection(
+                        "a further connection's thread ended before it joined".into(),
+                    )))
+                }
+            }
+        }
+        match failed {
+            Some(e) => {
+                extras.close().await;
+                Err(e)
+            }
+            None => Ok(extras),
+        }
+    }
+
+    /// The connections, in their order (connection 1 first).
+    pub(super) fn conns(&self) -> Vec<quinn::Connection> {
+        self.0.iter().map(|e| e.conn.clone()).collect()
+    }
+
+    /// Close them all (the job is over) and let their threads end, bounded.
+    pub(super) async fn close(mut self) {
+        let mut threads = Vec::new();
+        for e in &mut self.0 {
+            if let Some(s) = e.stop.take() {
+                let _ = s.send(());
+            }
+            threads.extend(e.thread.take());
+        }
+        let joined = tokio::task::spawn_blocking(move || {
+            for t in threads {
+                let _ = t.join();
+            }
+        });
+        let _ = tokio::time::timeout(Duration::from_secs(3), joined).await;
+    }
+}
+
+/// What the thread of one further connection needs.
+struct Drive {
+    opts: SendOptions,
+    link: Link,
+    addr: SocketAddr,
+    host: String,
+    session: [u8; 12],
+    number: u16,
+    ready: oneshot::Sender<Result<quinn::Connection>>,
+    stop: oneshot::Receiver<()>,
+}
+
+/// The body of a further connection's thread: connect and join, hand the connection over,
+/// then keep driving it until the job is over.
+fn drive(d: Drive) {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = d.ready.send(Err(TransferError::Config(format!(
+                "starting connection {}'s runtime: {e}",
+                d.number
+            ))));
+            return;
+        }
+    };
+    rt.block_on(async move {
+        let joined = tokio::time::timeout(JOIN_TIMEOUT, join(&d)).await;
+        let joined = joined.unwrap_or_else(|_| {
+            Err(TransferError::Connection(format!(
+                "connection {} did not join the job within {} s",
+                d.number,
+                JOIN_TIMEOUT.as_secs()
+            )))
+        });
+        let (conn, endpoint, _control) = match joined {
+            Ok(j) => j,
+            Err(e) => {
+                let _ = d.ready.send(Err(e));
+                return;
+            }
+        };
+        if d.ready.send(Ok(conn.clone())).is_ok() {
+            // The job is over when the sender says so or drops the handle.
+            let _ = d.stop.await;
+        }
+        conn.close(quinn::VarInt::from_u32(close::DONE), b"done");
+        let _ = tokio::time::timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
+    });
+}
+
+/// Connect and join: the connection, its endpoint, and its control channel (kept open while
+/// the connection lives).
+async fn join(
+    d: &Drive,
+) -> Result<(
+    quinn::Connection,
+    quinn::Endpoint,
+    (crate::channels::ControlRead, crate::channels::ControlWrite),
+)> {
+    let Connected {
+        mut ctl_r,
+        mut ctl_w,
+        opener,
+        endpoint,
+        ..
+    } = connect(&d.opts, &d.link, d.addr, &d.host, &Observer::new()).await?;
+    let (Opener::Quic(conn), Some(endpoint)) = (opener, endpoint) else {
+        return Err(TransferError::Config("-C needs QUIC".into()));
+    };
+    let session: String = d.session.iter().map(|b| format!("{b:02x}")).collect();
+    let hello = ToReceiver::Join {
+        session,
+        connection: d.number,
+    };
+    write_frame(&mut ctl_w, &hello).await?;
+    match read_frame::<_, ToSender>(&mut ctl_r).await? {
+        Some(ToSender::Joined { .. }) => Ok((conn, endpoint, (ctl_r, ctl_w))),
+        Some(ToSender::Refuse { reason }) => Err(TransferError::Refused(format!(
+            "connection {} was not let into the job: {reason}",
+            d.number
+        ))),
+        Some(_) => Err(TransferError::Protocol(format!(
+            "connection {}: the receiver answered the join with something else",
+            d.number
+        ))),
+        None => Err(TransferError::Connection(format!(
+            "connection {}: the receiver closed it before answering the join",
+            d.number
+        ))),
+    }
+}
+
+/// The summary's line on the connections: how many, and the share of the UDP bytes each
+/// sent (connection 0 carries the control channel too).
+pub(super) fn shares_line(st: &super::stripes::Stripes) -> String {
+    let sent: Vec<u64> = (0..st.len())
+        .map(|i| st.conn(i).stats().udp_tx.bytes)
+        .collect();
+    let total = sent.iter().sum::<u64>().max(1);
+    let shares: Vec<String> = sent
+        .iter()
+        .enumerate()
+        .map(|(i, b)| format!("{i}: {:.1}%", *b as f64 * 100.0 / total as f64))
+        .collect();
+    format!(
+        "connections: {} (share of the UDP bytes sent: {})",
+        st.len(),
+        shares.join(", ")
+    )
+}

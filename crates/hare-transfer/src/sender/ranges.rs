@@ -1,0 +1,205 @@
+//! One file sent as ranges over the job's connections (`-C N`, a file with more than
+//! `--chunk` bytes to send). The file is still read once, in order, by its file task (so its
+//! digest and its change checks are those of a single stream); each full range is handed to a
+//! task that writes it on a stream of the first free connection and waits until the receiver
+//! acknowledged all of it. A range lost with its connection is read again from the file and
+//! sent on another one; the file is finished only once every range was acknowledged.
+
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::stripes::Stripes;
+use crate::error::{Result, TransferError};
+use crate::protocol::{close, DataHeader};
+
+/// How a range's task ended.
+enum RangeEnd {
+    /// The receiver acknowledged every byte.
+    Delivered,
+    /// Its connection failed first: send it again elsewhere.
+    Lost { offset: u64, len: u64 },
+    /// The receiver stopped the stream (it gave the file up).
+    Stopped(String),
+}
+
+/// The ranges of one file in flight.
+pub(super) struct Striper {
+    stripes: Arc<Stripes>,
+    file: std::fs::File,
+    index: u32,
+    start: u64,
+    attempt: u16,
+    /// The range being filled: its offset and buffers.
+    at: u64,
+    bufs: Vec<Bytes>,
+    len: u64,
+    tasks: JoinSet<RangeEnd>,
+    /// Set to reset every stream of the file (it is abandoned).
+    cancel: watch::Sender<bool>,
+}
+
+impl Striper {
+    /// Ranges of file `index`, whose data starts at `start`, for attempt `attempt`; `file`
+    /// is read again for a range that is lost.
+    pub(super) fn new(
+        stripes: Arc<Stripes>,
+        file: std::fs::File,
+        (index, start, attempt): (u32, u64, u16),
+    ) -> Self {
+        Self {
+            stripes,
+            file,
+            index,
+            start,
+            attempt,
+            at: start,
+            bufs: Vec::new(),
+            len: 0,
+            tasks: JoinSet::new(),
+            cancel: watch::channel(false).0,
+        }
+    }
+
+    /// The next bytes of the file, in order.
+    pub(super) async fn write(&mut self, b: Bytes) -> Result<()> {
+        self.len += b.len() as u64;
+        self.bufs.push(b);
+        if self.len >= self.stripes.chunk {
+            self.resend_lost().await?;
+            self.ship().await?;
+        }
+        Ok(())
+    }
+
+    /// Send what is left, then wait until every range is acknowledged (sending lost ones
+    /// again).
+    pub(super) async fn finish(&mut self) -> Result<()> {
+        if self.len > 0 {
+            self.ship().await?;
+        }
+        while let Some(end) = self.tasks.join_next().await {
+            self.settle(end).await?;
+        }
+        Ok(())
+    }
+
+    /// Abandon the file: every stream of it is reset.
+    pub(super) fn reset(&mut self) {
+        let _ = self.cancel.send(true);
+        self.tasks.detach_all();
+    }
+
+    /// Hand the range being filled to the first free connection.
+    async fn ship(&mut self) -> Result<()> {
+        let bufs = std::mem::take(&mut self.bufs);
+        let (at, len) = (self.at, self.len);
+        self.at += len;
+        self.len = 0;
+        self.spawn(at, len, bufs).await
+    }
+
+    async fn spawn(&mut self, at: u64, len: u64, bufs: Vec<Bytes>) -> Result<()> {
+        let i = self.stripes.take_free(len).await?;
+        let h = DataHeader::range(self.index, at, self.start, self.attempt);
+        let stripes = self.stripes.clone();
+        let cancel = self.cancel.subscribe();
+        self.tasks
+            .spawn(send_range(stripes, i, h, (len, bufs), cancel));
+        Ok(())
+    }
+
+    /// Ranges whose task ended: send lost ones again, fail on a stop.
+    async fn resend_lost(&mut self) -> Result<()> {
+        while let Some(end) = self.tasks.try_join_next() {
+            self.settle(end).await?;
+        }
+        Ok(())
+    }
+
+    async fn settle(
+        &mut self,
+        end: std::result::Result<RangeEnd, tokio::task::JoinError>,
+    ) -> Result<()> {
+        match end {
+            Ok(RangeEnd::Delivered) => Ok(()),
+            Ok(RangeEnd::Lost { offset, len }) => {
+                let bufs = vec![self.read_again(offset, len)?];
+                self.spawn(offset, len, bufs).await
+            }
+            Ok(RangeEnd::Stopped(why)) => Err(TransferError::Connection(why)),
+            Err(e) => Err(TransferError::Connection(format!(
+                "a range task failed: {e}"
+            ))),
+        }
+    }
+
+    /// A lost range, read again from the file (the file task's final checks still judge
+    /// whether the file changed meanwhile).
+    fn read_again(&self, offset: u64, len: u64) -> Result<Bytes> {
+        let n = usize::try_from(len)
+            .map_err(|_| TransferError::Config("a range larger than memory".into()))?;
+        let mut buf = vec![0u8; n];
+        self.file
+            .read_exact_at(&mut buf, offset)
+            .map_err(|e| TransferError::Connection(format!("reading a range again: {e}")))?;
+        Ok(Bytes::from(buf))
+    }
+}
+
+/// Write one range on connection `i` and wait for its acknowledgement; reset the stream if
+/// the file is abandoned meanwhile.
+async fn send_range(
+    stripes: Arc<Stripes>,
+    i: usize,
+    h: DataHeader,
+    (len, bufs): (u64, Vec<Bytes>),
+    mut cancel: watch::Receiver<bool>,
+) -> RangeEnd {
+    let conn = stripes.conn(i);
+    let mut writing = true;
+    let lost = |stripes: &Stripes, writing: bool| {
+        if writing {
+            stripes.done_writing(i);
+        }
+        stripes.broke(i);
+        RangeEnd::Lost {
+            offset: h.offset,
+            len,
+        }
+    };
+    let Ok(mut s) = conn.open_uni().await else {
+        return lost(&stripes, writing);
+    };
+    let sent = async {
+        s.write_all(&h.encode()).await.ok()?;
+        for b in bufs {
+            s.write_chunk(b).await.ok()?;
+        }
+        s.finish().ok()
+    };
+    let ok = tokio::select! {
+        r = sent => r.is_some(),
+        _ = cancel.wait_for(|c| *c) => {
+            let _ = s.reset(quinn::VarInt::from_u32(close::PROTOCOL));
+            stripes.done_writing(i);
+            return RangeEnd::Delivered;
+        }
+    };
+    if !ok {
+        return lost(&stripes, writing);
+    }
+    stripes.done_writing(i);
+    writing = false;
+    match s.stopped().await {
+        Ok(None) => RangeEnd::Delivered,
+        Ok(Some(code)) => RangeEnd::Stopped(format!(
+            "the receiver stopped range {} of file {} (code {code})",
+            h.offset, h.index
+        )),
+        Err(_) => lost(&stripes, writing),
+    }
+}
