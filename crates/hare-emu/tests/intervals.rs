@@ -50,6 +50,7 @@ fn spec(
         bin_dir,
         work_dir: work.to_path_buf(),
         echo: false,
+        connections: 1,
     }
 }
 

@@ -38,6 +38,7 @@ fn spec(name: &str, tcp: bool, bin_dir: PathBuf, work: &tempfile::TempDir) -> Tr
         bin_dir,
         work_dir: work.path().to_path_buf(),
         echo: false,
+        connections: 1,
     }
 }
 

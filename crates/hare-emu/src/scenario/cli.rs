@@ -135,6 +135,9 @@ pub struct TransferArgs {
     /// QUIC windows (hare-send/-recv -w).
     #[arg(short = 'w', default_value = "64m")]
     pub window: String,
+    /// QUIC connections carrying the job (hare-send -C).
+    #[arg(short = 'C', long = "connections", default_value_t = 1)]
+    pub connections: u16,
     /// IP MTU of the TUN devices.
     #[arg(long, default_value_t = 1500)]
     pub mtu: u32,
@@ -226,6 +229,7 @@ pub fn transfer(a: TransferArgs) -> Result<()> {
         bin_dir: find_bins(a.bin_dir.as_deref())?,
         work_dir: a.out.clone(),
         echo: true,
+        connections: a.connections,
     };
     let o = super::transfer::run_transfer(&ns, &spec)?;
     println!("{}", o.emulator.line());

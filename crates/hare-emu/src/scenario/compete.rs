@@ -132,6 +132,7 @@ fn transfer_spec(spec: &CompeteSpec, f: &CompeteFlow) -> TransferSpec {
         bin_dir: spec.bin_dir.clone(),
         work_dir: spec.work_dir.clone(),
         echo: false,
+        connections: 1,
     }
 }
 

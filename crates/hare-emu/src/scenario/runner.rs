@@ -112,6 +112,7 @@ fn run_one(s: &KvhScenario, p: &RunPlan, opts: &RunOptions) -> Result<RunResult>
         bin_dir: opts.bin_dir.clone(),
         work_dir: opts.out.join("runs"),
         echo: false,
+        connections: 1,
     };
     let o = run_transfer(&ns, &spec)?;
     let cap = payload_mbps(p.path.rate.0, s.mtu, tcp);

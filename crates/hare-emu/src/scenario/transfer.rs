@@ -53,6 +53,8 @@ pub struct TransferSpec {
     pub work_dir: PathBuf,
     /// Print hare-send's lines (its `-i` intervals, events, summary) as they come.
     pub echo: bool,
+    /// `-C`: QUIC connections carrying the job (1: one).
+    pub connections: u16,
 }
 
 /// What came of a transfer.
@@ -378,6 +380,9 @@ pub(super) fn sender_command(
         scmd.arg("--cert").arg(identity.join("cert.pem"));
         if let Some(w) = &spec.window {
             scmd.arg("-w").arg(w);
+        }
+        if spec.connections > 1 {
+            scmd.arg("-C").arg(spec.connections.to_string());
         }
     }
     if let Some(s) = spec.seconds {

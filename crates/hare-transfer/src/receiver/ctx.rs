@@ -48,6 +48,9 @@ pub(super) struct JobCtx {
     pub(super) jobs: super::JobCount,
     /// The sessions of running jobs that further connections may join.
     pub(super) joins: super::joins::Joins,
+    /// Set when this connection joined another's job instead of holding one (a one-shot
+    /// receiver keeps serving until its job, not a join, ends).
+    pub(super) joined: Arc<std::sync::atomic::AtomicBool>,
     /// Admission: the pre-auth place this connection holds until its job is admitted.
     pub(super) gate: Gate,
     pub(super) preauth: Option<Ticket>,

@@ -73,6 +73,7 @@ pub async fn receive_from(
         reorder: shared.reorder,
         jobs: shared.jobs,
         joins: shared.joins,
+        joined: Default::default(),
         gate: Gate::new(opts.limits),
         preauth: None,
         hello_deadline,

@@ -129,8 +129,10 @@ pub(super) async fn serve_join(
             return Err(TransferError::Refused(format!("join refused: {reason}")));
         }
     };
-    // Let in: it holds no pre-authentication place any more.
+    // Let in: it holds no pre-authentication place any more, and no job of its own.
     ctx.preauth = None;
+    ctx.joined
+        .store(true, std::sync::atomic::Ordering::Relaxed);
     crate::quic_config::open_receive_window(&conn, &slot.link, slot.grant);
     conn.set_max_concurrent_uni_streams(quinn::VarInt::from_u32(slot.streams));
     let joined = ToSender::Joined { connection: number };

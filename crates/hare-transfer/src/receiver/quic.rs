@@ -2,6 +2,7 @@
 //! no data streams before the job is accepted, one deadline from the first packet to the
 //! Hello, and a close code for every way a connection ends.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,13 +36,27 @@ pub(super) async fn serve_quic(
 ) -> Result<()> {
     let gate = Gate::new(opts.limits);
     let names = Shared::new(&opts.limits);
+    // One-shot: the connection that may be the one job, while it runs.
+    let mut first_job: Option<tokio::sync::oneshot::Receiver<Option<Result<()>>>> = None;
     let result = loop {
         let incoming = tokio::select! {
             i = endpoint.accept() => match i {
                 Some(i) => i,
                 None => break Ok(()),
             },
-            _ = stop.stopped() => break Ok(()),
+            r = async { first_job.as_mut()?.await.ok() }, if first_job.is_some() => match r {
+                Some(Some(r)) => break r,
+                // A join, or a task that ended without a word: wait for the next one.
+                _ => {
+                    first_job = None;
+                    continue;
+                }
+            },
+            _ = stop.stopped() => break if first_job.is_some() {
+                Err(TransferError::Interrupted)
+            } else {
+                Ok(())
+            },
         };
         let peer = incoming.remote_address();
         if gate.crowded() && !incoming.remote_address_validated() && incoming.may_retry() {
@@ -59,19 +74,29 @@ pub(super) async fn serve_quic(
                 continue;
             }
         };
+        let joined = Arc::new(AtomicBool::new(false));
         let fut = quic_connection(
             opts.clone(),
             crypto.clone(),
             incoming,
             (gate.clone(), ticket),
-            names.clone(),
+            (names.clone(), joined.clone()),
         );
-        if opts.one_shot {
-            let r = tokio::select! {
-                r = fut => r,
-                _ = stop.stopped() => Err(TransferError::Interrupted),
-            };
-            break r;
+        if opts.one_shot && first_job.is_none() {
+            // One job: served here while the loop keeps accepting the connections that
+            // join it; a join is not that job.
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            tokio::spawn(said_scope(async move {
+                let r = fut.await;
+                if joined.load(Ordering::Relaxed) {
+                    log_end(peer, &r);
+                    let _ = tx.send(None);
+                } else {
+                    let _ = tx.send(Some(r));
+                }
+            }));
+            first_job = Some(rx);
+            continue;
         }
         tokio::spawn(said_scope(async move {
             let r = fut.await;
@@ -112,7 +137,7 @@ async fn quic_connection(
     crypto: Arc<quinn::crypto::rustls::QuicServerConfig>,
     incoming: quinn::Incoming,
     (gate, mut ticket): (Gate, Ticket),
-    names: Shared,
+    (names, joined): (Shared, Arc<AtomicBool>),
 ) -> Result<()> {
     let peer = incoming.remote_address();
     // The pre-auth place may be taken for another address until the hello is accepted.
@@ -168,6 +193,7 @@ async fn quic_connection(
         reorder: names.reorder,
         jobs: names.jobs,
         joins: names.joins,
+        joined,
         gate,
         preauth: Some(ticket),
         hello_deadline,

@@ -119,6 +119,7 @@ async fn tcp_socket(
             reorder: names.reorder,
             jobs: names.jobs,
             joins: names.joins,
+            joined: Default::default(),
             gate,
             preauth: Some(ticket),
             hello_deadline,
