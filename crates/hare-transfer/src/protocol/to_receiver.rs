@@ -54,6 +54,9 @@ pub enum ToReceiver {
         session: String,
         /// This connection's number within the job (the first connection is 0).
         connection: u16,
+        /// The token of the job's hello, if it had one: a join must show it too.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        token: Option<String>,
     },
     /// The bulk job's data is all sent and every data channel ended: `bytes` of payload over
     /// all streams. Over kernel TCP the end of a data stream does not tell a sender that

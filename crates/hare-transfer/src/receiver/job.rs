@@ -78,9 +78,11 @@ pub(super) async fn run_job(
     if let ToReceiver::Join {
         session,
         connection,
+        token,
     } = &hello
     {
-        return super::joins::serve_join(ctx, session, *connection, out.w).await;
+        let join = (session.as_str(), *connection, token.as_deref());
+        return super::joins::serve_join(ctx, join, out.w).await;
     }
     let (job_id, _running) = ctx.jobs.start();
     let tag = crate::report::JobTag::new(ctx.peer, job_id, ctx.jobs.running.clone());
@@ -124,7 +126,7 @@ pub(super) async fn run_job(
         }
     );
     let striping = striping_of(&ctx, &hello);
-    let _joins = striping.map(|st| register(&mut ctx, st, (grant, fixed), channels));
+    let _joins = striping.map(|st| register(&mut ctx, (st, &hello), (grant, fixed), channels));
     welcome(&ctx, &mut out, (grant, fixed), plans, channels, links).await?;
     if let ToReceiver::Hello {
         reverse: Some(r), ..
@@ -157,7 +159,7 @@ pub(super) async fn run_job(
         }
     );
     let mut job = Running::new(&ctx, accepted, channels, t0, interval, needs_end);
-    job.striped(striping);
+    job.striped(striping, grant);
     let abort = job.serve(&mut out, &mut log, ctl_rx, data_rx).await;
     finish(&ctx, job, abort, &mut out, log, t0, cpu).await
 }
@@ -302,7 +304,7 @@ fn uni_streams(ctx: &JobCtx, channels: usize) -> u32 {
 /// what each connection gets.
 fn register(
     ctx: &mut JobCtx,
-    st: Striping,
+    (st, hello): (Striping, &ToReceiver),
     (grant, fixed): (u64, bool),
     channels: usize,
 ) -> Option<super::joins::Registered> {
@@ -318,6 +320,10 @@ fn register(
         },
         grant,
         streams: uni_streams(ctx, channels),
+        token: match hello {
+            ToReceiver::Hello { token, .. } => token.clone(),
+            _ => None,
+        },
     };
     Some(ctx.joins.register(id, slot, st.connections - 1))
 }

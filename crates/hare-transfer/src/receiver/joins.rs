@@ -28,6 +28,8 @@ pub(super) struct Slot {
     pub(super) data_tx: mpsc::Sender<(DataHeader, DataIn)>,
     /// The certificate the job's sender showed.
     pub(super) owner: Option<Fingerprint>,
+    /// The token the job's hello showed.
+    pub(super) token: Option<String>,
     /// The job's window settings and grant, for each of its connections.
     pub(super) link: Link,
     pub(super) grant: u64,
@@ -88,7 +90,7 @@ impl Joins {
     fn take(
         &self,
         id: &[u8; 12],
-        cert: Option<Fingerprint>,
+        (cert, token): (Option<Fingerprint>, Option<&str>),
     ) -> std::result::Result<(Slot, watch::Receiver<()>), String> {
         let mut map = lock(&self.0);
         let e = map
@@ -96,6 +98,9 @@ impl Joins {
             .ok_or_else(|| "no such job here (it may have ended)".to_owned())?;
         if e.slot.owner.is_some() && e.slot.owner != cert {
             return Err("the job belongs to another sender".into());
+        }
+        if e.slot.token.is_some() && e.slot.token.as_deref() != token {
+            return Err("the join does not show the job's token".into());
         }
         if e.left == 0 {
             return Err("the job has all the connections it announced".into());
@@ -109,8 +114,7 @@ impl Joins {
 /// until the job or the connection ends.
 pub(super) async fn serve_join(
     mut ctx: JobCtx,
-    session: &str,
-    number: u16,
+    (session, number, token): (&str, u16, Option<&str>),
     mut out: ControlWrite,
 ) -> Result<()> {
     let Some(conn) = ctx.conn.clone() else {
@@ -118,7 +122,7 @@ pub(super) async fn serve_join(
     };
     let taken = crate::protocol::parse_session(session)
         .map_err(|_| "a malformed session".to_owned())
-        .and_then(|id| ctx.joins.take(&id, ctx.peer_cert));
+        .and_then(|id| ctx.joins.take(&id, (ctx.peer_cert, token)));
     let (slot, mut ended) = match taken {
         Ok(t) => t,
         Err(reason) => {
@@ -131,8 +135,7 @@ pub(super) async fn serve_join(
     };
     // Let in: it holds no pre-authentication place any more, and no job of its own.
     ctx.preauth = None;
-    ctx.joined
-        .store(true, std::sync::atomic::Ordering::Relaxed);
+    ctx.joined.store(true, std::sync::atomic::Ordering::Relaxed);
     crate::quic_config::open_receive_window(&conn, &slot.link, slot.grant);
     conn.set_max_concurrent_uni_streams(quinn::VarInt::from_u32(slot.streams));
     let joined = ToSender::Joined { connection: number };

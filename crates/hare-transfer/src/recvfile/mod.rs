@@ -372,12 +372,17 @@ impl FileSink {
         if data.is_empty() || end <= self.hashed {
             return Ok(());
         }
+        // Bytes below the frontier are hashed already: never written again, so that what is
+        // on disk stays what was hashed (a range sent twice, or a sender that lies).
+        let (offset, data) = match self.hashed.checked_sub(offset) {
+            Some(skip) => (self.hashed, &data[skip as usize..]),
+            None => (offset, data),
+        };
         self.write_sparse(offset, data)
             .map_err(|e| self.io_err("write failed", &e))?;
         self.received += data.len() as u64;
-        if offset <= self.hashed {
-            let skip = (self.hashed - offset) as usize;
-            self.hasher.update(&data[skip..]);
+        if offset == self.hashed {
+            self.hasher.update(data);
             self.hashed = end;
             self.catch_up()?;
             self.part.set_keep(self.hashed);
@@ -672,6 +677,25 @@ mod tests {
 
     fn data(n: usize) -> Vec<u8> {
         (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
+    }
+
+    #[test]
+    fn bytes_below_the_frontier_are_never_written_again() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let bytes = data(10_000);
+        let e = entry("f.bin", bytes.len() as u64);
+        let p = fresh_plan(d.path(), &e);
+        let mut s = FileSink::open(&target(d.path()), p, 0).expect("open");
+        s.write(0, &bytes[..6000]).expect("write");
+        // The same range again with other bytes (a range sent twice, or a lie), reaching
+        // past the frontier: only its new part is taken.
+        let mut other = bytes[4000..8000].to_vec();
+        other[..2000].fill(0xEE);
+        s.write(4000, &other).expect("overlap");
+        s.write(8000, &bytes[8000..]).expect("rest");
+        let digest = blake3::hash(&bytes).to_hex().to_string();
+        s.finish(&digest).expect("verified");
+        assert_eq!(std::fs::read(d.path().join("f.bin")).expect("read"), bytes);
     }
 
     #[test]

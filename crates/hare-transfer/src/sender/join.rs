@@ -48,11 +48,7 @@ impl Extras {
         for i in 1..n {
             let (ready_tx, ready_rx) = oneshot::channel();
             let (stop_tx, stop_rx) = oneshot::channel();
-            let opts = SendOptions {
-                // One qlog per run: the further connections keep none (yet).
-                qlog: None,
-                ..to.opts.clone()
-            };
+            let opts = to.opts.clone();
             let (link, addr, host, session) = (*to.link, to.addr, to.host.to_owned(), to.session);
             let thread = std::thread::Builder::new()
                 .name(format!("hare-conn-{i}"))
@@ -149,7 +145,8 @@ fn drive(d: Drive) {
         }
     };
     rt.block_on(async move {
-        let joined = tokio::time::timeout(JOIN_TIMEOUT, join(&d)).await;
+        let observer = Observer::new();
+        let joined = tokio::time::timeout(JOIN_TIMEOUT, join(&d, &observer)).await;
         let joined = joined.unwrap_or_else(|_| {
             Err(TransferError::Connection(format!(
                 "connection {} did not join the job within {} s",
@@ -157,7 +154,7 @@ fn drive(d: Drive) {
                 JOIN_TIMEOUT.as_secs()
             )))
         });
-        let (conn, endpoint, _control) = match joined {
+        let (conn, endpoint, _control, mut qlog) = match joined {
             Ok(j) => j,
             Err(e) => {
                 let _ = d.ready.send(Err(e));
@@ -170,25 +167,33 @@ fn drive(d: Drive) {
         }
         conn.close(quinn::VarInt::from_u32(close::DONE), b"done");
         let _ = tokio::time::timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
+        if let Some(q) = qlog.as_mut() {
+            // This connection's controller decisions, in its qlog's sidecar.
+            let events: Vec<_> = observer.drain_all().into_iter().map(|(_, e)| e).collect();
+            q.cc_events(&events);
+        }
     });
 }
 
-/// Connect and join: the connection, its endpoint, and its control channel (kept open while
-/// the connection lives).
-async fn join(
-    d: &Drive,
-) -> Result<(
+/// A joined connection: the connection, its endpoint, its control channel (kept open while
+/// the connection lives) and its qlog (`--qlog`).
+type Joined = (
     quinn::Connection,
     quinn::Endpoint,
     (crate::channels::ControlRead, crate::channels::ControlWrite),
-)> {
+    Option<crate::qlog::ConnectionQlog>,
+);
+
+/// Connect (its controller reporting to `observer`) and join.
+async fn join(d: &Drive, observer: &Observer) -> Result<Joined> {
     let Connected {
         mut ctl_r,
         mut ctl_w,
         opener,
         endpoint,
+        qlog,
         ..
-    } = connect(&d.opts, &d.link, d.addr, &d.host, &Observer::new()).await?;
+    } = connect(&d.opts, &d.link, d.addr, &d.host, observer).await?;
     let (Opener::Quic(conn), Some(endpoint)) = (opener, endpoint) else {
         return Err(TransferError::Config("-C needs QUIC".into()));
     };
@@ -196,10 +201,11 @@ async fn join(
     let hello = ToReceiver::Join {
         session,
         connection: d.number,
+        token: d.opts.token.clone(),
     };
     write_frame(&mut ctl_w, &hello).await?;
     match read_frame::<_, ToSender>(&mut ctl_r).await? {
-        Some(ToSender::Joined { .. }) => Ok((conn, endpoint, (ctl_r, ctl_w))),
+        Some(ToSender::Joined { .. }) => Ok((conn, endpoint, (ctl_r, ctl_w), qlog)),
         Some(ToSender::Refuse { reason }) => Err(TransferError::Refused(format!(
             "connection {} was not let into the job: {reason}",
             d.number

@@ -364,13 +364,14 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         host: &host,
         session: session.unwrap_or_default(),
     };
-    let (extras, stripes) = match further_connections(more, &opener, &features, &software).await {
-        Ok(x) => x,
-        Err(e) => {
-            close_connection(&opener, false);
-            return Err(e);
-        }
-    };
+    let (extras, stripes) =
+        match further_connections(more, &opener, (&features, &software), granted).await {
+            Ok(x) => x,
+            Err(e) => {
+                close_connection(&opener, false);
+                return Err(e);
+            }
+        };
 
     // The run.
     let t0 = Instant::now();
@@ -442,7 +443,12 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
     let cx = iperf_context(&opener, endpoint.as_ref(), addr, &job, streams, &cpu);
     rec.log.set_iperf(cx);
     if let Some(st) = &stripes {
-        rec.log.note(&join::shares_line(st));
+        rec.log.event(hare_report::Event {
+            t_s: t0.elapsed().as_secs_f64(),
+            kind: hare_report::EventKind::Note {
+                message: join::shares_line(st),
+            },
+        });
     }
     add_refused(&mut st.reports, refused);
     st.reports.extend(link_reports);
@@ -524,8 +530,8 @@ struct StartJob<'a> {
 async fn further_connections(
     to: JoinTo<'_>,
     opener: &Opener,
-    features: &[String],
-    software: &str,
+    (features, software): (&[String], &str),
+    granted: u64,
 ) -> Result<(Option<join::Extras>, Option<Arc<stripes::Stripes>>)> {
     let n = to.opts.connections;
     let Opener::Quic(first) = opener else {
@@ -551,7 +557,10 @@ async fn further_connections(
     let extras = join::Extras::open(to, n).await?;
     let mut conns = vec![first.clone()];
     conns.extend(extras.conns());
-    Ok((Some(extras), Some(stripes::Stripes::new(conns, chunk))))
+    Ok((
+        Some(extras),
+        Some(stripes::Stripes::new(conns, chunk, granted)),
+    ))
 }
 
 /// The running job: the control channel's reader output and writer, the data tasks and what

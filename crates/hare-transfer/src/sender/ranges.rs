@@ -18,8 +18,8 @@ use crate::protocol::{close, DataHeader};
 
 /// How a range's task ended.
 enum RangeEnd {
-    /// The receiver acknowledged every byte.
-    Delivered,
+    /// The receiver acknowledged every byte of the range at this offset.
+    Delivered(u64),
     /// Its connection failed first: send it again elsewhere.
     Lost { offset: u64, len: u64 },
     /// The receiver stopped the stream (it gave the file up).
@@ -38,6 +38,8 @@ pub(super) struct Striper {
     bufs: Vec<Bytes>,
     len: u64,
     tasks: JoinSet<RangeEnd>,
+    /// Offsets of the ranges sent and not yet acknowledged.
+    open: std::collections::BTreeSet<u64>,
     /// Set to reset every stream of the file (it is abandoned).
     cancel: watch::Sender<bool>,
 }
@@ -60,6 +62,7 @@ impl Striper {
             bufs: Vec::new(),
             len: 0,
             tasks: JoinSet::new(),
+            open: std::collections::BTreeSet::new(),
             cancel: watch::channel(false).0,
         }
     }
@@ -93,16 +96,28 @@ impl Striper {
         self.tasks.detach_all();
     }
 
-    /// Hand the range being filled to the first free connection.
+    /// Hand the range being filled to the first free connection, once it ends within
+    /// [`Stripes::ahead`] of the oldest range not yet acknowledged (the receiver bounds the
+    /// data it holds ahead of its in-order frontier).
     async fn ship(&mut self) -> Result<()> {
         let bufs = std::mem::take(&mut self.bufs);
         let (at, len) = (self.at, self.len);
         self.at += len;
         self.len = 0;
+        while let Some(&oldest) = self.open.first() {
+            if at + len - oldest <= self.stripes.ahead {
+                break;
+            }
+            match self.tasks.join_next().await {
+                Some(end) => self.settle(end).await?,
+                None => break,
+            }
+        }
         self.spawn(at, len, bufs).await
     }
 
     async fn spawn(&mut self, at: u64, len: u64, bufs: Vec<Bytes>) -> Result<()> {
+        self.open.insert(at);
         let i = self.stripes.take_free(len).await?;
         let h = DataHeader::range(self.index, at, self.start, self.attempt);
         let stripes = self.stripes.clone();
@@ -125,7 +140,10 @@ impl Striper {
         end: std::result::Result<RangeEnd, tokio::task::JoinError>,
     ) -> Result<()> {
         match end {
-            Ok(RangeEnd::Delivered) => Ok(()),
+            Ok(RangeEnd::Delivered(at)) => {
+                self.open.remove(&at);
+                Ok(())
+            }
             Ok(RangeEnd::Lost { offset, len }) => {
                 let bufs = vec![self.read_again(offset, len)?];
                 self.spawn(offset, len, bufs).await
@@ -186,7 +204,7 @@ async fn send_range(
         _ = cancel.wait_for(|c| *c) => {
             let _ = s.reset(quinn::VarInt::from_u32(close::PROTOCOL));
             stripes.done_writing(i);
-            return RangeEnd::Delivered;
+            return RangeEnd::Delivered(h.offset);
         }
     };
     if !ok {
@@ -195,7 +213,7 @@ async fn send_range(
     stripes.done_writing(i);
     writing = false;
     match s.stopped().await {
-        Ok(None) => RangeEnd::Delivered,
+        Ok(None) => RangeEnd::Delivered(h.offset),
         Ok(Some(code)) => RangeEnd::Stopped(format!(
             "the receiver stopped range {} of file {} (code {code})",
             h.offset, h.index

@@ -24,12 +24,17 @@ pub(crate) struct Stripes {
     free: Notify,
     /// `--chunk`.
     pub(crate) chunk: u64,
+    /// How far a file's ranges may run ahead of its oldest range not yet acknowledged:
+    /// one granted window per connection (a receiver holds twice that of one file).
+    pub(crate) ahead: u64,
 }
 
 impl Stripes {
-    /// The job's connections, the first (control) connection first.
-    pub(crate) fn new(conns: Vec<quinn::Connection>, chunk: u64) -> Arc<Self> {
+    /// The job's connections, the first (control) connection first, with the window the
+    /// receiver granted each.
+    pub(crate) fn new(conns: Vec<quinn::Connection>, chunk: u64, granted: u64) -> Arc<Self> {
         let n = conns.len();
+        let ahead = granted.max(chunk).saturating_mul(n as u64);
         Arc::new(Self {
             conns,
             given: (0..n).map(|_| AtomicU64::new(0)).collect(),
@@ -37,6 +42,7 @@ impl Stripes {
             broken: (0..n).map(|_| AtomicBool::new(false)).collect(),
             free: Notify::new(),
             chunk,
+            ahead,
         })
     }
 

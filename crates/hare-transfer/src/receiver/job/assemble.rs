@@ -18,10 +18,6 @@ use super::super::streams::judge;
 use super::super::COALESCE;
 use super::{DigestWait, Finished};
 
-/// Range streams of one file waiting to be read (beyond this many at once the sender
-/// misbehaves).
-const QUEUED: usize = 256;
-
 /// A piece of one range stream, or its end.
 enum Piece {
     Data(u64, Bytes),
@@ -30,7 +26,8 @@ enum Piece {
 
 /// The running assembly of one file: where its further range streams go.
 pub(super) struct Ranges {
-    tx: mpsc::Sender<(DataHeader, DataIn)>,
+    /// Unbounded, but a file takes at most `cap` streams.
+    tx: mpsc::UnboundedSender<(DataHeader, DataIn)>,
     streams: u64,
     cap: u64,
 }
@@ -46,9 +43,10 @@ impl Ranges {
                 h.index
             ));
         }
-        self.tx
-            .try_send((h, input))
-            .map_err(|_| format!("too many range streams of file {} at once", h.index))
+        // The assembly ends only once the file is judged, when this is removed: a closed
+        // channel is a stream after the verdict, nothing to read.
+        let _ = self.tx.send((h, input));
+        Ok(())
     }
 }
 
@@ -69,7 +67,7 @@ pub(super) fn start(
     (fin, bytes): (mpsc::Sender<Finished>, Arc<AtomicU64>),
     cap: u64,
 ) -> Ranges {
-    let (tx, rx) = mpsc::channel(QUEUED);
+    let (tx, rx) = mpsc::unbounded_channel();
     let index = first.0.index;
     tokio::spawn(async move {
         let r = assemble(target, planned, first, rx, digest, bytes).await;
@@ -86,7 +84,7 @@ async fn assemble(
     target: Target,
     planned: Planned,
     first: (DataHeader, DataIn),
-    mut more: mpsc::Receiver<(DataHeader, DataIn)>,
+    mut more: mpsc::UnboundedReceiver<(DataHeader, DataIn)>,
     mut digest: DigestWait,
     bytes: Arc<AtomicU64>,
 ) -> Result<Verified, Failure> {

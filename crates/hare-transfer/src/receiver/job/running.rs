@@ -58,8 +58,8 @@ pub(super) struct Running {
     last_progress: Instant,
     progress: ProgressBudget,
     srtt: Option<quinn::Connection>,
-    /// A job over several connections: the range size it announced.
-    chunk: Option<u64>,
+    /// A job over several connections: its striping and the window granted each connection.
+    striping: Option<(crate::protocol::Striping, u64)>,
     /// Files arriving as ranges, by index, while they assemble.
     ranges: HashMap<u32, super::assemble::Ranges>,
     /// Verified files waiting to be made durable together (opened with the first one).
@@ -169,7 +169,7 @@ impl Running {
             last_progress: Instant::now(),
             progress: ProgressBudget::new(),
             srtt: ctx.conn.clone(),
-            chunk: None,
+            striping: None,
             ranges: HashMap::new(),
             batch: None,
             again,

@@ -10,8 +10,8 @@ use crate::protocol::{DataHeader, Striping};
 
 impl Running {
     /// The job travels over several connections with ranges of this striping.
-    pub(in crate::receiver::job) fn striped(&mut self, striping: Option<Striping>) {
-        self.chunk = striping.map(|s| s.chunk);
+    pub(in crate::receiver::job) fn striped(&mut self, striping: Option<Striping>, grant: u64) {
+        self.striping = striping.map(|s| (s, grant));
     }
 
     /// A range stream of file `h.index`.
@@ -22,7 +22,7 @@ impl Running {
         fin: &mpsc::Sender<Finished>,
     ) -> Step {
         let protocol = |why: String| Step::Stop(Some(TransferError::Protocol(why)));
-        let (Some(chunk), true) = (self.chunk, self.files_job) else {
+        let (Some((striping, grant)), true) = (self.striping, self.files_job) else {
             return protocol("a range stream in a job that takes none".into());
         };
         if let Some(r) = self.ranges.get_mut(&h.index) {
@@ -40,14 +40,19 @@ impl Running {
         if self.seen > self.expected {
             return protocol("more data channels than the job has".into());
         }
-        let (Some(p), Some(rx), Some(target)) = (
+        let (Some(p), Some(rx), Some(mut target)) = (
             self.planned.remove(&h.index),
             self.digest_rx.remove(&h.index),
             self.target.clone(),
         ) else {
             return protocol(format!("data for unknown or repeated file {}", h.index));
         };
-        let cap = super::super::assemble::stream_cap(p.remaining(), chunk);
+        // Each connection's data may run a window ahead of a range still on its way on
+        // another: the file holds twice a grant per connection out of order.
+        let n = u64::from(striping.connections);
+        let own = target.limits.bytes;
+        target.limits.bytes = own.max(grant.saturating_mul(2).saturating_mul(n));
+        let cap = super::super::assemble::stream_cap(p.remaining(), striping.chunk);
         let counters = (fin.clone(), self.bytes.clone());
         let r = super::super::assemble::start((target, p), (h, input), rx, counters, cap);
         self.ranges.insert(h.index, r);

@@ -1,0 +1,275 @@
+//! One job over several QUIC connections (`-C N`): a big file travels as ranges written in
+//! place, a tree spreads over the connections, a connection cut off mid-job hands its ranges
+//! to the others, and a connection that is not the job's own cannot join it.
+
+mod hostile;
+mod relay;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hare_report::EventKind;
+use hare_transfer::protocol::{Striping, ToReceiver, ToSender};
+use hare_transfer::testkit::{
+    recv_options, runtime as rt, seeded_bytes as bytes, send_options, BackgroundReceiver,
+};
+use hare_transfer::{send, SendJob, SendOptions, SendOutcome, Stop};
+
+struct Fixture {
+    _id: tempfile::TempDir,
+    src: tempfile::TempDir,
+    dst: tempfile::TempDir,
+    recv: BackgroundReceiver,
+}
+
+fn fixture(token: Option<&str>) -> Fixture {
+    let id = tempfile::tempdir().expect("tempdir");
+    let (src, dst) = (
+        tempfile::tempdir().expect("t"),
+        tempfile::tempdir().expect("t"),
+    );
+    let mut o = recv_options(id.path().into(), Some(dst.path().into()));
+    o.token = token.map(str::to_owned);
+    let recv = BackgroundReceiver::start(o).expect("receiver");
+    Fixture {
+        _id: id,
+        src,
+        dst,
+        recv,
+    }
+}
+
+/// A job of `paths` over `n` connections.
+fn job(to: std::net::SocketAddr, f: &Fixture, paths: Vec<PathBuf>, n: u16) -> SendOptions {
+    let job = SendJob::Files {
+        paths,
+        resume: true,
+        force: false,
+        parallel: 4,
+    };
+    let mut o = send_options(to, f.recv.trust(), job);
+    o.connections = n;
+    o
+}
+
+fn run(o: SendOptions) -> SendOutcome {
+    let out = rt().block_on(send(o, Stop::never())).expect("send");
+    assert!(
+        out.failures().next().is_none(),
+        "{:?}",
+        out.failures().collect::<Vec<_>>()
+    );
+    out
+}
+
+/// The shares line of a run over several connections: each connection's percentage.
+fn shares(o: &SendOutcome) -> Vec<f64> {
+    let line = o
+        .run
+        .events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::Note { message } if message.starts_with("connections:") => {
+                Some(message.clone())
+            }
+            _ => None,
+        })
+        .expect("a connections line");
+    let (_, list) = line.split_once("sent: ").expect("shares");
+    list.trim_end_matches(')')
+        .split(", ")
+        .map(|p| {
+            let (_, pct) = p.split_once(": ").expect("i: x%");
+            pct.trim_end_matches('%')
+                .parse::<f64>()
+                .expect("a percentage")
+        })
+        .collect()
+}
+
+/// A file of `mib` MiB whose every MiB is different (its number in its first 8 bytes), so
+/// that a range written at the wrong offset shows.
+fn big_file(path: &Path, mib: u64) {
+    let block = bytes(7, 1 << 20);
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
+    for i in 0..mib {
+        let mut b = block.clone();
+        b[..8].copy_from_slice(&i.to_be_bytes());
+        w.write_all(&b).expect("write");
+    }
+    w.flush().expect("flush");
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    let digest = |p: &Path| {
+        let mut h = blake3::Hasher::new();
+        let mut f = std::fs::File::open(p).expect("open");
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = f.read(&mut buf).expect("read");
+            if n == 0 {
+                break;
+            }
+            h.update(&buf[..n]);
+        }
+        h.finalize()
+    };
+    digest(a) == digest(b)
+}
+
+/// Nothing but `names` in `dir` (no range files, no part files left).
+fn only(dir: &Path, names: &[&str]) {
+    let mut found: Vec<String> = std::fs::read_dir(dir)
+        .expect("ls")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    assert_eq!(found, names, "what the receive directory holds");
+}
+
+#[test]
+fn a_one_gib_file_over_four_connections_arrives_whole() {
+    let f = fixture(None);
+    let p = f.src.path().join("big.bin");
+    big_file(&p, 1024);
+    let out = run(job(f.recv.addr, &f, vec![p.clone()], 4));
+    assert!(same_file(&p, &f.dst.path().join("big.bin")));
+    // Written in place into the one temporary file, then renamed: nothing else is left.
+    only(f.dst.path(), &["big.bin"]);
+    let s = shares(&out);
+    assert_eq!(s.len(), 4, "{s:?}");
+    assert!(
+        s.iter().all(|&x| x > 5.0),
+        "every connection carried ranges: {s:?}"
+    );
+}
+
+#[test]
+fn a_tree_over_three_connections_arrives_whole() {
+    let f = fixture(None);
+    let root = f.src.path().join("tree");
+    for i in 0..12u64 {
+        let dir = root.join(format!("d{}", i % 3));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::write(
+            dir.join(format!("f{i}")),
+            bytes(i, 1000 + 700_000 * i as usize),
+        )
+        .expect("w");
+    }
+    big_file(&root.join("d0/big"), 24);
+    let out = run(job(f.recv.addr, &f, vec![root.clone()], 3));
+    for i in 0..12u64 {
+        let rel = format!("tree/d{}/f{i}", i % 3);
+        assert!(
+            same_file(&f.src.path().join(&rel), &f.dst.path().join(&rel)),
+            "{rel}"
+        );
+    }
+    assert!(same_file(
+        &root.join("d0/big"),
+        &f.dst.path().join("tree/d0/big")
+    ));
+    assert_eq!(shares(&out).len(), 3);
+}
+
+#[test]
+fn a_connection_cut_off_mid_job_hands_its_ranges_to_the_others() {
+    let f = fixture(None);
+    let p = f.src.path().join("big.bin");
+    big_file(&p, 96);
+    // Every connection goes through the relay; the second one to appear (a joined
+    // connection) is blackholed once 4 MB of it went through, both ways.
+    let relay = relay::Relay::start(f.recv.addr, Some((1, 4 << 20)));
+    let mut o = job(relay.addr, &f, vec![p.clone()], 3);
+    o.liveness.idle_timeout = Duration::from_secs(2);
+    o.liveness.keep_alive = Duration::from_millis(500);
+    let out = run(o);
+    assert!(relay.cut_happened(), "the relay cut a connection");
+    assert!(same_file(&p, &f.dst.path().join("big.bin")));
+    only(f.dst.path(), &["big.bin"]);
+    assert_eq!(shares(&out).len(), 3);
+}
+
+/// A job's first connection, by hand: a one-file job that says it will take two
+/// connections; the welcome's session.
+async fn striped_job(
+    f: &Fixture,
+    fp: hare_transfer::identity::Fingerprint,
+    token: Option<&str>,
+) -> (hostile::Hostile, String) {
+    let mut h = hostile::connect(f.recv.addr, fp, None).await;
+    let mut hello = hostile::files_hello(&[("x.bin", 1 << 20)], false, token);
+    if let ToReceiver::Hello { striping, .. } = &mut hello {
+        *striping = Some(Striping {
+            connections: 2,
+            chunk: 1 << 16,
+        });
+    }
+    match h.hello(&hello).await {
+        Some(ToSender::Welcome {
+            session: Some(s), ..
+        }) => (h, s),
+        other => panic!("no welcome with a session: {other:?}"),
+    }
+}
+
+/// Try to join `session` as `who`; the receiver's answer.
+async fn join_as(
+    f: &Fixture,
+    fp: hare_transfer::identity::Fingerprint,
+    who: &hare_transfer::identity::Identity,
+    (session, token): (&str, Option<&str>),
+) -> Option<ToSender> {
+    let mut j = hostile::connect_as(f.recv.addr, fp, None, who, [127, 0, 0, 1].into()).await;
+    j.hello(&ToReceiver::Join {
+        session: session.to_owned(),
+        connection: 1,
+        token: token.map(str::to_owned),
+    })
+    .await
+}
+
+fn refused(answer: Option<ToSender>, why: &str) {
+    match answer {
+        Some(ToSender::Refuse { reason }) => assert!(reason.contains(why), "{reason}"),
+        other => panic!("expected a refusal ({why}), got {other:?}"),
+    }
+}
+
+#[test]
+fn only_the_jobs_own_sender_joins_it_and_only_as_often_as_it_said() {
+    let f = fixture(Some("job-token"));
+    let fp = f.recv.fingerprint.expect("quic");
+    let me = hare_transfer::testkit::test_sender();
+    let stranger = hare_transfer::identity::ephemeral(&[]).expect("identity");
+    rt().block_on(async {
+        let (_job, session) = striped_job(&f, fp, Some("job-token")).await;
+        let tok = Some("job-token");
+        refused(
+            join_as(&f, fp, &stranger, (&session, tok)).await,
+            "another sender",
+        );
+        refused(
+            join_as(&f, fp, &me, (&session, Some("guess"))).await,
+            "token",
+        );
+        refused(
+            join_as(&f, fp, &me, ("00112233445566778899aabb", tok)).await,
+            "no such job",
+        );
+        assert!(matches!(
+            join_as(&f, fp, &me, (&session, tok)).await,
+            Some(ToSender::Joined { connection: 1 })
+        ));
+        // Two connections were announced: a third is one too many.
+        refused(
+            join_as(&f, fp, &me, (&session, tok)).await,
+            "all the connections",
+        );
+    });
+    // Nothing of the job reached the directory.
+    only(f.dst.path(), &[]);
+}
