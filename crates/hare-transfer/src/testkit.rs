@@ -56,6 +56,28 @@ pub fn in_progress(dir: &std::path::Path, name: &str) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// Run `send` with a stop that the user gives (as Ctrl-C would) once a part file of `name`
+/// in `dir` being written holds more than `bytes`, or after 20 s.
+pub fn send_until_part_holds(
+    o: crate::SendOptions,
+    (dir, name): (std::path::PathBuf, &'static str),
+    bytes: u64,
+) -> crate::Result<crate::SendOutcome> {
+    let (trigger, stop) = crate::stop_pair();
+    runtime().block_on(async move {
+        tokio::spawn(async move {
+            for _ in 0..800 {
+                if in_progress(&dir, name).iter().any(|p| p.1 > bytes) {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+            }
+            trigger.stop();
+        });
+        crate::send(o, stop).await
+    })
+}
+
 /// True when another open file holds the `flock(2)` of `path` (it is given back at once).
 fn locked(path: &std::path::Path) -> bool {
     use std::os::fd::AsRawFd;

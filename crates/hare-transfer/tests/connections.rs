@@ -12,7 +12,8 @@ use std::time::Duration;
 use hare_report::EventKind;
 use hare_transfer::protocol::{Striping, ToReceiver, ToSender};
 use hare_transfer::testkit::{
-    recv_options, runtime as rt, seeded_bytes as bytes, send_options, BackgroundReceiver,
+    recv_options, runtime as rt, seeded_bytes as bytes, send_options, send_until_part_holds,
+    BackgroundReceiver,
 };
 use hare_transfer::{send, SendJob, SendOptions, SendOutcome, Stop};
 
@@ -61,6 +62,24 @@ fn run(o: SendOptions) -> SendOutcome {
         out.failures().collect::<Vec<_>>()
     );
     out
+}
+
+/// Run again what was just interrupted, as a user would: until the receiver has let the
+/// interrupted job go (it learns of the end from the closed connections; bounded).
+fn rerun(o: impl Fn() -> SendOptions) -> SendOutcome {
+    let t0 = std::time::Instant::now();
+    for _ in 0..50 {
+        match rt().block_on(send(o(), Stop::never())) {
+            Err(hare_transfer::TransferError::Refused(r)) if r.contains("right now") => {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            r => {
+                eprintln!("rerun after {:?}", t0.elapsed());
+                return r.expect("rerun");
+            }
+        }
+    }
+    panic!("the interrupted job kept its names for 5 s");
 }
 
 /// The shares line of a run over several connections: each connection's percentage.
@@ -272,4 +291,39 @@ fn only_the_jobs_own_sender_joins_it_and_only_as_often_as_it_said() {
     });
     // Nothing of the job reached the directory.
     only(f.dst.path(), &[]);
+}
+
+#[test]
+fn an_interrupted_job_of_ranges_reruns_only_what_is_missing() {
+    let f = fixture(None);
+    let p = f.src.path().join("big.bin");
+    big_file(&p, 64);
+    let size = 64u64 << 20;
+    let with_chunk = |o: SendOptions| SendOptions {
+        chunk: 1 << 20,
+        ..o
+    };
+    // One connection goes silent early: its range holds the in-order frontier back while
+    // the others deliver whole ranges beyond it; then the user stops the run.
+    let relay = relay::Relay::start(f.recv.addr, Some((1, 2 << 20)));
+    let mut o = with_chunk(job(relay.addr, &f, vec![p.clone()], 4));
+    // The relay may drop the closing packets (it runs unoptimised, beside four connections
+    // at full speed): the receiver then ends the job at the idle timeout, kept short here.
+    o.liveness.idle_timeout = Duration::from_secs(2);
+    o.liveness.keep_alive = Duration::from_millis(500);
+    let cut = send_until_part_holds(o, (f.dst.path().into(), "big.bin"), 32 << 20)
+        .expect("an interrupted run still reports");
+    assert!(cut.interrupted);
+    let again = rerun(|| with_chunk(job(f.recv.addr, &f, vec![p.clone()], 4)));
+    let resumed = again.files[0].resumed_from;
+    let moved = again.run.summary.as_ref().map_or(0, |s| s.bytes);
+    eprintln!("rerun: prefix {resumed}, moved {moved} of {size}");
+    // Whole ranges beyond the in-order prefix were kept and not sent again.
+    assert!(
+        moved + (4 << 20) <= size - resumed,
+        "moved {moved} of the {} beyond the prefix {resumed}",
+        size - resumed
+    );
+    assert!(same_file(&p, &f.dst.path().join("big.bin")));
+    only(f.dst.path(), &["big.bin"]);
 }

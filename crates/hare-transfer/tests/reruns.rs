@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use hare_transfer::testkit::{
     in_progress, recv_options, runtime as rt, seeded_bytes as bytes, send_options,
-    BackgroundReceiver,
+    send_until_part_holds, BackgroundReceiver,
 };
 use hare_transfer::SkipRule;
-use hare_transfer::{send, stop_pair, SendJob, SendOptions, SendOutcome, Stop};
+use hare_transfer::{send, SendJob, SendOptions, SendOutcome, Stop};
 
 struct Fixture {
     _id: tempfile::TempDir,
@@ -123,24 +123,7 @@ fn an_interrupted_rerun_moves_only_what_is_missing() {
     std::fs::write(root.join("big.bin"), &big).expect("w");
     let mut o = f.job(vec![root.clone()], Some(SkipRule::Quick));
     o.rate = Some(8_000_000);
-    let (trigger, stop) = stop_pair();
-    let watched = f.dst.path().join("t");
-    let cut = rt()
-        .block_on(async move {
-            tokio::spawn(async move {
-                for _ in 0..600 {
-                    if in_progress(&watched, "big.bin")
-                        .iter()
-                        .any(|p| p.1 > 1_000_000)
-                    {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(25)).await;
-                }
-                trigger.stop();
-            });
-            send(o, stop).await
-        })
+    let cut = send_until_part_holds(o, (f.dst.path().join("t"), "big.bin"), 1_000_000)
         .expect("an interrupted run still reports");
     assert!(cut.interrupted);
     assert!(

@@ -110,4 +110,4 @@ pub use data::{DataHeader, DataKind};
 pub use frame::{read_frame, write_frame};
 pub use job::{FileEntry, Job, LinkEntry, LinkResult, SkipRule};
 pub use to_receiver::{Reverse, Striping, ToReceiver, REVERSE_VERSION};
-pub use to_sender::{FilePlan, FromRemoteSender, ToSender};
+pub use to_sender::{FilePlan, FromRemoteSender, HaveRange, ToSender};

@@ -20,6 +20,22 @@ pub struct FilePlan {
     /// for it: why, e.g. `up to date`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skip: Option<String>,
+    /// A file the job sends as ranges (several connections), resumed: the pieces beyond
+    /// `have` the receiver already holds, each with its digest. The sender need not send a
+    /// piece whose digest is that of its own bytes there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub have_ranges: Vec<HaveRange>,
+}
+
+/// A piece of a file the receiver holds beyond its in-order prefix ([`FilePlan`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HaveRange {
+    /// Where it starts.
+    pub offset: u64,
+    /// Its length.
+    pub len: u64,
+    /// Hex BLAKE3 of its bytes.
+    pub blake3: String,
 }
 
 /// Messages from the receiver to the sender on the control channel.

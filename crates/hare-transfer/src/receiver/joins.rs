@@ -147,7 +147,11 @@ pub(super) async fn serve_join(
     .map_err(|_| TransferError::Timeout("the joining sender did not read".into()))??;
     tokio::spawn(accept_quic_streams(conn.clone(), slot.data_tx));
     tokio::select! {
-        _ = ended.changed() => {}
+        _ = ended.changed() => {
+            // The job's verdicts went over its first connection: nothing on this one is
+            // waited for, and its streams must end now so that the job's files are free.
+            conn.close(quinn::VarInt::from_u32(crate::protocol::close::DONE), b"job over");
+        }
         _ = conn.closed() => {}
     }
     Ok(())

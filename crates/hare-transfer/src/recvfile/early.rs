@@ -182,6 +182,11 @@ impl EarlyRanges {
         self.bytes -= e - s;
     }
 
+    /// The first `max` ranges, in order.
+    pub(crate) fn list(&self, max: usize) -> Vec<(u64, u64)> {
+        self.map.iter().take(max).map(|(&s, &e)| (s, e)).collect()
+    }
+
     /// Take out the first range if it starts at or before `frontier`.
     pub(crate) fn pop_reached(&mut self, frontier: u64) -> Option<(u64, u64)> {
         self.work += 1;

@@ -19,6 +19,7 @@ mod batch;
 mod beneath;
 mod claims;
 mod early;
+mod kept;
 mod links;
 mod meta;
 mod owner;
@@ -78,6 +79,9 @@ pub struct Target {
     pub limits: EarlyLimits,
     /// The receiver-wide bounds on out-of-order data.
     pub budget: Arc<ReorderBudget>,
+    /// The range size of a job sent over several connections: a resumed file keeps, and is
+    /// offered, the pieces it holds beyond its prefix (module `kept`).
+    pub chunk: Option<u64>,
 }
 
 /// What a job does with a file that exists under its final name.
@@ -121,6 +125,8 @@ pub struct Planned {
     prefix: Option<blake3::Hasher>,
     /// The kept partial this job took over (resume).
     part: Option<PartFile>,
+    /// Pieces of it beyond `have` kept for a job of ranges, with their digests.
+    kept: Vec<(u64, u64, String)>,
     force: bool,
     _claim: NameClaim,
 }
@@ -137,6 +143,15 @@ impl Planned {
                 .filter(|_| self.have > 0)
                 .map(|h| h.finalize().to_hex().to_string()),
             skip: None,
+            have_ranges: self
+                .kept
+                .iter()
+                .map(|(s, e, h)| crate::protocol::HaveRange {
+                    offset: *s,
+                    len: e - s,
+                    blake3: h.clone(),
+                })
+                .collect(),
         }
     }
 
@@ -184,7 +199,7 @@ pub fn plan_file(
     let claim = names
         .claim(&target.root.path().join(&entry.name))
         .ok_or_else(name_in_use)?;
-    let (mut have, mut prefix, mut part) = (0, None, None);
+    let (mut have, mut prefix, mut part, mut kept) = (0, None, None, Vec::new());
     if resume && parent.is_some() {
         let found = PartFile::resume(&target.root, &entry.name, target.owner)
             .map_err(|e| format!("cannot take over the partial file: {}", e.reason()))?;
@@ -196,6 +211,10 @@ pub fn plan_file(
             have = n;
             prefix = Some(h);
             found.part.set_keep(n);
+            kept = kept_pieces(target, &found, (n, entry.size))?;
+            found
+                .part
+                .set_ranges(kept.iter().map(|k| (k.0, k.1)).collect());
             part = Some(found.part);
         }
     }
@@ -204,9 +223,30 @@ pub fn plan_file(
         have,
         prefix,
         part,
+        kept,
         force: existing != Existing::Refuse,
         _claim: claim,
     })))
+}
+
+/// The pieces of a found partial a job of ranges need not receive again: chunk-aligned,
+/// wholly inside the recorded ranges, each with its digest (read from the partial).
+fn kept_pieces(
+    target: &Target,
+    found: &part::Found,
+    (have, size): (u64, u64),
+) -> Result<Vec<(u64, u64, String)>, String> {
+    let Some(chunk) = target.chunk else {
+        return Ok(Vec::new());
+    };
+    let len = found.ranges.last().map_or(0, |r| r.1);
+    let mut out = Vec::new();
+    for (s, e) in kept::pieces(&found.ranges, (have, size, len), chunk) {
+        let d = kept::digest(found.part.file(), (s, e))
+            .map_err(|e| format!("cannot read the partial file: {}", os_reason(&e)))?;
+        out.push((s, e, d));
+    }
+    Ok(out)
 }
 
 /// Why a name another job holds is refused, and when it is free at the latest if that job's
@@ -257,6 +297,8 @@ pub struct FileSink {
     len: u64,
     /// Mode and time to give the file once verified.
     meta: meta::Meta,
+    /// Sent as ranges (several connections): its early ranges are kept with a partial.
+    striped: bool,
     _claim: NameClaim,
 }
 
@@ -292,10 +334,16 @@ impl FileSink {
             };
             ferr(format!("{what}{}", e.reason()), code)
         };
+        // Pieces beyond the prefix stay only with the resume they were offered for.
+        let kept: Vec<(u64, u64)> = match offset == planned.have {
+            true => planned.kept.iter().map(|k| (k.0, k.1)).collect(),
+            false => Vec::new(),
+        };
         let mut part = match planned.part {
             Some(p) => {
-                // A taken-over partial: only its verified prefix stays.
-                p.file().set_len(start).map_err(|e| {
+                // A taken-over partial: only its verified prefix (and kept pieces) stay.
+                let end = kept.last().map_or(start, |k| k.1.max(start));
+                p.file().set_len(end).map_err(|e| {
                     ferr(
                         format!("cannot truncate: {}", os_reason(&e)),
                         FailCode::of_io(&e),
@@ -309,7 +357,7 @@ impl FileSink {
             })?,
         };
         part.set_keep(start);
-        Ok(Self {
+        let mut sink = Self {
             name,
             size: planned.entry.size,
             force: planned.force,
@@ -320,8 +368,33 @@ impl FileSink {
             received: 0,
             len: start,
             meta: meta::Meta::of(&planned.entry),
+            striped: target.chunk.is_some(),
             _claim: planned._claim,
-        })
+        };
+        sink.take_kept(&kept)?;
+        Ok(sink)
+    }
+
+    /// The pieces a resumed file of ranges holds already, as data that came early: hashed
+    /// from the disk when the frontier reaches them, like any other.
+    fn take_kept(&mut self, kept: &[(u64, u64)]) -> Result<()> {
+        for &(s, e) in kept {
+            self.early
+                .insert(s, e)
+                .map_err(|e| self.err(format!("cannot keep what it holds: {e}")))?;
+            self.len = self.len.max(e);
+        }
+        self.catch_up()?;
+        self.part.set_keep(self.hashed);
+        self.remember_ranges();
+        Ok(())
+    }
+
+    /// A file of ranges keeps the whole ranges beyond its frontier with its partial.
+    fn remember_ranges(&mut self) {
+        if self.striped {
+            self.part.set_ranges(self.early.list(kept::MAX_KEPT));
+        }
     }
 
     fn err(&self, reason: String) -> TransferError {
@@ -386,11 +459,14 @@ impl FileSink {
             self.hashed = end;
             self.catch_up()?;
             self.part.set_keep(self.hashed);
+            self.remember_ranges();
             Ok(())
         } else {
             self.early
                 .insert(offset, end)
-                .map_err(|e| self.err(format!("sender misbehaves: {e}")))
+                .map_err(|e| self.err(format!("sender misbehaves: {e}")))?;
+            self.remember_ranges();
+            Ok(())
         }
     }
 
@@ -639,6 +715,7 @@ mod tests {
             owner: OWNER,
             limits,
             budget: Arc::new(ReorderBudget::default()),
+            chunk: None,
         }
     }
 

@@ -91,6 +91,10 @@ pub(crate) struct PartFile {
     part: String,
     identity: (u64, u64),
     keep: u64,
+    /// Whole ranges beyond `keep` kept with it (a job over several connections).
+    ranges: Vec<(u64, u64)>,
+    /// Bytes of `ranges` when they were last recorded.
+    ranges_recorded: u64,
     /// The prefix last recorded in the attribute (`None`: the file system has none).
     recorded: Option<u64>,
     settled: bool,
@@ -103,6 +107,8 @@ pub(crate) struct Found {
     pub(crate) part: PartFile,
     /// Bytes of it known to be written in order.
     pub(crate) prefix: u64,
+    /// Ranges beyond the prefix recorded as written (module `kept`), within the file.
+    pub(crate) ranges: Vec<(u64, u64)>,
 }
 
 impl PartFile {
@@ -127,7 +133,18 @@ impl PartFile {
         };
         let len = fstat(&p.file)?.size;
         let prefix = read_prefix(&p.file).map_or(len, |r| r.min(len));
-        Ok(Some(Found { part: p, prefix }))
+        let ranges = super::kept::read(&p.file)
+            .into_iter()
+            .filter_map(|(s, e)| {
+                let (s, e) = (s.max(prefix), e.min(len));
+                (s < e).then_some((s, e))
+            })
+            .collect();
+        Ok(Some(Found {
+            part: p,
+            prefix,
+            ranges,
+        }))
     }
 
     /// The part file of `name` for `owner`, emptied, for a transfer from offset 0 (its
@@ -185,12 +202,15 @@ impl PartFile {
                 part,
                 identity: (m.dev, m.ino),
                 keep: 0,
+                ranges: Vec::new(),
+                ranges_recorded: 0,
                 recorded: Some(0),
                 settled: false,
             };
             if create {
                 p.file.set_len(0)?;
                 p.record(0);
+                super::kept::record(&p.file, &[]);
             }
             return Ok(Some(p));
         }
@@ -212,6 +232,17 @@ impl PartFile {
             if bytes < r || bytes - r >= RECORD_STEP {
                 self.record(bytes);
             }
+        }
+    }
+
+    /// Whole ranges beyond the prefix to keep with it (a job over several connections),
+    /// recorded again once they grew by [`RECORD_STEP`], for a receiver that dies.
+    pub(crate) fn set_ranges(&mut self, ranges: Vec<(u64, u64)>) {
+        let bytes: u64 = ranges.iter().map(|(s, e)| e - s).sum();
+        self.ranges = ranges;
+        if self.recorded.is_some() && bytes.abs_diff(self.ranges_recorded) >= RECORD_STEP {
+            super::kept::record(&self.file, &self.ranges);
+            self.ranges_recorded = bytes;
         }
     }
 
@@ -251,6 +282,7 @@ impl PartFile {
     pub(crate) fn close(mut self) -> io::Result<ClosedPart> {
         let len = fstat(&self.file)?.size;
         self.record(len);
+        super::kept::record(&self.file, &[]);
         let stamp = fstat(&self.file)?.stamp();
         self.settled = true;
         Ok(ClosedPart {
@@ -265,6 +297,7 @@ impl PartFile {
     /// Remove the part file.
     pub(crate) fn discard(mut self) {
         self.keep = 0;
+        self.ranges.clear();
     }
 }
 
@@ -273,9 +306,14 @@ impl Drop for PartFile {
         if self.settled || !self.still_ours() {
             return;
         }
-        if self.keep > 0 && self.file.set_len(self.keep).is_ok() {
+        let end = self
+            .ranges
+            .last()
+            .map_or(self.keep, |&(_, e)| e.max(self.keep));
+        if end > 0 && self.file.set_len(end).is_ok() {
             // It stays where it is, as the partial for this sender's --resume.
             self.record(self.keep);
+            super::kept::record(&self.file, &self.ranges);
             return;
         }
         if let Ok(p) = self.parent() {

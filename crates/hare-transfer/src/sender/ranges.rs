@@ -14,7 +14,7 @@ use tokio::task::JoinSet;
 
 use super::stripes::Stripes;
 use crate::error::{Result, TransferError};
-use crate::protocol::{close, DataHeader};
+use crate::protocol::{close, DataHeader, HaveRange};
 
 /// How a range's task ended.
 enum RangeEnd {
@@ -40,6 +40,10 @@ pub(super) struct Striper {
     tasks: JoinSet<RangeEnd>,
     /// Offsets of the ranges sent and not yet acknowledged.
     open: std::collections::BTreeSet<u64>,
+    /// Pieces the receiver holds already (a resumed file), by offset: (length, digest).
+    have: std::collections::HashMap<u64, (u64, String)>,
+    /// Bytes not sent because the receiver had them.
+    pub(super) skipped: u64,
     /// Set to reset every stream of the file (it is abandoned).
     cancel: watch::Sender<bool>,
 }
@@ -51,6 +55,7 @@ impl Striper {
         stripes: Arc<Stripes>,
         file: std::fs::File,
         (index, start, attempt): (u32, u64, u16),
+        have: Vec<HaveRange>,
     ) -> Self {
         Self {
             stripes,
@@ -63,19 +68,44 @@ impl Striper {
             len: 0,
             tasks: JoinSet::new(),
             open: std::collections::BTreeSet::new(),
+            have: have
+                .into_iter()
+                .map(|h| (h.offset, (h.len, h.blake3)))
+                .collect(),
+            skipped: 0,
             cancel: watch::channel(false).0,
         }
     }
 
-    /// The next bytes of the file, in order.
-    pub(super) async fn write(&mut self, b: Bytes) -> Result<()> {
-        self.len += b.len() as u64;
-        self.bufs.push(b);
-        if self.len >= self.stripes.chunk {
-            self.resend_lost().await?;
-            self.ship().await?;
+    /// The next bytes of the file, in order. Ranges end at multiples of the chunk size, so
+    /// that a rerun's ranges are those the receiver kept pieces of.
+    pub(super) async fn write(&mut self, mut b: Bytes) -> Result<()> {
+        let chunk = self.stripes.chunk;
+        while !b.is_empty() {
+            let end = (self.at / chunk + 1) * chunk;
+            let room = end - (self.at + self.len);
+            let piece = b.split_to(room.min(b.len() as u64) as usize);
+            self.len += piece.len() as u64;
+            self.bufs.push(piece);
+            if self.at + self.len == end {
+                self.resend_lost().await?;
+                self.ship().await?;
+            }
         }
         Ok(())
+    }
+
+    /// The receiver holds the range at `at` already, with these very bytes.
+    fn held(&self, at: u64, bufs: &[Bytes]) -> bool {
+        let Some((len, digest)) = self.have.get(&at) else {
+            return false;
+        };
+        let mut h = blake3::Hasher::new();
+        bufs.iter().for_each(|b| {
+            h.update(b);
+        });
+        *len == bufs.iter().map(|b| b.len() as u64).sum::<u64>()
+            && h.finalize().to_hex().as_str() == digest
     }
 
     /// Send what is left, then wait until every range is acknowledged (sending lost ones
@@ -104,6 +134,10 @@ impl Striper {
         let (at, len) = (self.at, self.len);
         self.at += len;
         self.len = 0;
+        if self.held(at, &bufs) {
+            self.skipped += len;
+            return Ok(());
+        }
         while let Some(&oldest) = self.open.first() {
             if at + len - oldest <= self.stripes.ahead {
                 break;
@@ -168,6 +202,12 @@ impl Striper {
     }
 }
 
+/// The priority of the range at `offset`: 0 for the first chunk, lower for each later one.
+fn range_priority(offset: u64, chunk: u64) -> i32 {
+    let k = offset / chunk.max(1);
+    -i32::try_from(k).unwrap_or(i32::MAX)
+}
+
 /// Write one range on connection `i` and wait for its acknowledgement; reset the stream if
 /// the file is abandoned meanwhile.
 async fn send_range(
@@ -192,6 +232,10 @@ async fn send_range(
     let Ok(mut s) = conn.open_uni().await else {
         return lost(&stripes, writing);
     };
+    // quinn sends a connection's streams of equal priority round-robin: ranges queued on one
+    // connection would all advance at once, and a stop would leave each of them partial.
+    // The earlier range goes first (below the control stream's priority 1).
+    let _ = s.set_priority(range_priority(h.offset, stripes.chunk));
     let sent = async {
         s.write_all(&h.encode()).await.ok()?;
         for b in bufs {

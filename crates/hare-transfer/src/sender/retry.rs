@@ -55,17 +55,29 @@ impl Retry {
     /// Say where a file resumes (`--resume`): from byte `offset` of `size` when the
     /// receiver's kept prefix matched this file, or that it goes whole when a prefix of
     /// `offered` bytes did not.
-    pub(super) async fn said_resume(&self, name: &str, offered: u64, offset: u64, size: u64) {
+    pub(super) async fn said_resume(
+        &self,
+        name: &str,
+        (offered, offset, size): (u64, u64, u64),
+        held: u64,
+    ) {
         let line = match (offered, offset) {
-            (0, _) => return,
-            (_, 0) => format!(
+            (0, _) if held == 0 => return,
+            (o, 0) if o > 0 => format!(
                 "{name}: the receiver's partial ({offered} bytes) differs from this file; \
                  sending it from byte 0"
             ),
             _ => format!(
-                "{name}: resuming at byte {offset} of {size} ({} kept by the receiver, {} to send)",
+                "{name}: resuming at byte {offset} of {size} ({} kept by the receiver, {} to send{})",
                 crate::space::binary_size(offset),
-                crate::space::binary_size(size - offset)
+                crate::space::binary_size(size - offset),
+                match held {
+                    0 => String::new(),
+                    h => format!(
+                        ", less the {} in ranges it holds beyond, where they match",
+                        crate::space::binary_size(h)
+                    ),
+                }
             ),
         };
         if let Some(n) = &self.notes {

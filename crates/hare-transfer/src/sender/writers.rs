@@ -253,8 +253,8 @@ impl FileOut {
 async fn open_out(
     io: &FileIo,
     header: DataHeader,
-    file: &std::fs::File,
-    size: u64,
+    (file, size): (&std::fs::File, u64),
+    have: Vec<crate::protocol::HaveRange>,
 ) -> Result<FileOut> {
     let Some(stripes) = &io.stripes else {
         return Ok(FileOut::One(io.opener.open(header).await?));
@@ -269,6 +269,7 @@ async fn open_out(
             stripes.clone(),
             file,
             at,
+            have,
         ))));
     }
     let opener = Opener::Quic(stripes.least_given(left)?);
@@ -458,9 +459,19 @@ async fn send_file(
         grew_to: None,
     };
     let offered = plan.as_ref().map_or(0, |p| p.have);
+    let have_ranges = plan
+        .as_ref()
+        .map(|p| p.have_ranges.clone())
+        .unwrap_or_default();
     let (mut hasher, mut offset) = match resume_point(&src, plan).await {
         Ok(r) => {
-            retry.said_resume(&name, offered, r.1, src.entry.size).await;
+            let held = match r.1 == offered {
+                true => have_ranges.iter().map(|h| h.len).sum(),
+                false => 0,
+            };
+            retry
+                .said_resume(&name, (offered, r.1, src.entry.size), held)
+                .await;
             r
         }
         Err(e) => {
@@ -506,7 +517,12 @@ async fn send_file(
             // At most MAX_RETRIES + 1 attempts (101).
             attempt: (attempts - 1) as u16,
         };
-        let mut out = match open_out(&io, header, &file, src.entry.size).await {
+        // Pieces the receiver kept hold only for the resume they were offered with.
+        let have = match (attempts, offset) {
+            (1, o) if o == offered => have_ranges.clone(),
+            _ => Vec::new(),
+        };
+        let mut out = match open_out(&io, header, (&file, src.entry.size), have).await {
             Ok(o) => o,
             Err(e) => return fail(e.to_string(), offset, attempts),
         };

@@ -94,7 +94,7 @@ async fn assemble(
     let (piece_tx, mut pieces) = mpsc::channel::<Piece>(16);
     tokio::spawn(read_range(first, piece_tx.clone()));
     let (mut readers, mut more_open) = (1usize, true);
-    let mut said = None;
+    let (mut said, mut word_may_come) = (None, true);
     while !sink.complete() {
         if readers == 0 && !more_open {
             sink.keep_partial();
@@ -121,14 +121,15 @@ async fn assemble(
                 }
                 None => more_open = false,
             },
-            d = &mut digest, if said.is_none() => {
-                let d = d.unwrap_or_else(|_| Err("the job ended".into()));
-                if let Err(reason) = &d {
+            d = &mut digest, if said.is_none() && word_may_come => match d {
+                Ok(Err(reason)) => {
                     sink.discard();
-                    return Err(super::super::streams::abandoned(&name, reason));
+                    return Err(super::super::streams::abandoned(&name, &reason));
                 }
-                said = Some(d);
-            }
+                Ok(word) => said = Some(word),
+                // The job ended: no word will come; what arrived is kept for --resume.
+                Err(_) => word_may_come = false,
+            },
         }
     }
     judge(sink, &name, said, digest).await
