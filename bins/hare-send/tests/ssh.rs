@@ -426,3 +426,30 @@ fn the_remote_binds_a_port_of_the_range_given() {
     );
     drop(held);
 }
+
+/// `-C 3` over ssh: the remote hare-recv takes the job's further connections on its one
+/// port; a big file travels as ranges and arrives whole.
+#[test]
+fn a_push_over_ssh_spreads_over_three_connections() {
+    let Some(s) = sshd() else { return };
+    let bins = bin_dir();
+    let (src, id, dst) = (
+        tempfile::tempdir().expect("t"),
+        tempfile::tempdir().expect("t"),
+        tempfile::tempdir().expect("t"),
+    );
+    let root = src.path().join("t");
+    tree(&root);
+    let big: Vec<u8> = (0..24_000_000u32).map(|i| (i / 4099) as u8).collect();
+    std::fs::write(root.join("big.bin"), &big).expect("w");
+    let out = run(hare_send(&s, id.path())
+        .args(["--links", "-C", "3", "--chunk", "1m", "--remote-bin"])
+        .arg(&bins)
+        .arg(&root)
+        .arg(format!("testhost:{}", dst.path().display())));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{err}");
+    assert!(text.contains("connections: 3 ("), "{text}");
+    same(&root, &dst.path().join("t"));
+}
