@@ -451,5 +451,7 @@ fn a_push_over_ssh_spreads_over_three_connections() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{err}");
     assert!(text.contains("connections: 3 ("), "{text}");
+    // The numbered lines are the connections, and add up to the [SUM].
+    assert!(text.contains("[  3]") && !text.contains("[  4]"), "{text}");
     same(&root, &dst.path().join("t"));
 }

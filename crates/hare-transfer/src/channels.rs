@@ -164,17 +164,26 @@ impl DataOut {
 /// The receiving end of a data channel, after its header was read.
 #[derive(Debug)]
 pub enum DataIn {
-    /// A QUIC unidirectional stream, read unordered.
-    Quic(quinn::RecvStream),
+    /// A QUIC unidirectional stream, read unordered, and the number of the job's connection
+    /// it came on (0: the job's own; `-C` adds 1, 2, ...).
+    Quic(quinn::RecvStream, u16),
     /// A TCP connection and the payload offset of the next byte.
     Tcp(TcpStream, u64),
 }
 
 impl DataIn {
+    /// The number of the job's connection the channel came on (0 over kernel TCP).
+    pub fn connection(&self) -> u16 {
+        match self {
+            DataIn::Quic(_, n) => *n,
+            DataIn::Tcp(..) => 0,
+        }
+    }
+
     /// The next piece of payload and its offset from the payload start; `None` at the end.
     pub async fn next(&mut self) -> Result<Option<(u64, Bytes)>> {
         match self {
-            DataIn::Quic(s) => match s.read_chunk(usize::MAX, false).await {
+            DataIn::Quic(s, _) => match s.read_chunk(usize::MAX, false).await {
                 Ok(Some(c)) => {
                     let off = c
                         .offset

@@ -270,7 +270,7 @@ async fn welcome(
     })
     .await?;
     if let (Some(conn), Some(tx)) = (&ctx.conn, ctx.data_tx.clone()) {
-        tokio::spawn(accept_quic_streams(conn.clone(), tx));
+        tokio::spawn(accept_quic_streams((conn.clone(), 0), tx));
     }
     Ok(())
 }
@@ -320,6 +320,7 @@ fn register(
         },
         grant,
         streams: uni_streams(ctx, channels),
+        connections: st.connections,
         token: match hello {
             ToReceiver::Hello { token, .. } => token.clone(),
             _ => None,
@@ -561,7 +562,7 @@ fn spawn_file(
     input: DataIn,
     rx: DigestWait,
     fin: mpsc::Sender<Finished>,
-    bytes: Arc<AtomicU64>,
+    bytes: (Arc<AtomicU64>, Option<Arc<AtomicU64>>),
 ) {
     tokio::spawn(async move {
         let r = file_stream(&target, p, h, input, rx, bytes).await;

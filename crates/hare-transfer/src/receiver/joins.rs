@@ -35,6 +35,8 @@ pub(super) struct Slot {
     pub(super) grant: u64,
     /// Data streams one connection may open at once.
     pub(super) streams: u32,
+    /// Connections the job announced, its own included.
+    pub(super) connections: u16,
 }
 
 struct Entry {
@@ -90,7 +92,7 @@ impl Joins {
     fn take(
         &self,
         id: &[u8; 12],
-        (cert, token): (Option<Fingerprint>, Option<&str>),
+        (cert, token, number): (Option<Fingerprint>, Option<&str>, u16),
     ) -> std::result::Result<(Slot, watch::Receiver<()>), String> {
         let mut map = lock(&self.0);
         let e = map
@@ -101,6 +103,12 @@ impl Joins {
         }
         if e.slot.token.is_some() && e.slot.token.as_deref() != token {
             return Err("the join does not show the job's token".into());
+        }
+        if number == 0 || number >= e.slot.connections {
+            return Err(format!(
+                "connection number {number} is not one of the job's 1 to {}",
+                e.slot.connections - 1
+            ));
         }
         if e.left == 0 {
             return Err("the job has all the connections it announced".into());
@@ -122,7 +130,7 @@ pub(super) async fn serve_join(
     };
     let taken = crate::protocol::parse_session(session)
         .map_err(|_| "a malformed session".to_owned())
-        .and_then(|id| ctx.joins.take(&id, (ctx.peer_cert, token)));
+        .and_then(|id| ctx.joins.take(&id, (ctx.peer_cert, token, number)));
     let (slot, mut ended) = match taken {
         Ok(t) => t,
         Err(reason) => {
@@ -145,7 +153,7 @@ pub(super) async fn serve_join(
     )
     .await
     .map_err(|_| TransferError::Timeout("the joining sender did not read".into()))??;
-    tokio::spawn(accept_quic_streams(conn.clone(), slot.data_tx));
+    tokio::spawn(accept_quic_streams((conn.clone(), number), slot.data_tx));
     tokio::select! {
         _ = ended.changed() => {
             // The job's verdicts went over its first connection: nothing on this one is

@@ -88,7 +88,7 @@ pub(super) async fn file_stream(
     h: DataHeader,
     mut input: DataIn,
     digest: oneshot::Receiver<Result<String, String>>,
-    bytes: Arc<AtomicU64>,
+    (bytes, by_conn): (Arc<AtomicU64>, Option<Arc<AtomicU64>>),
 ) -> Result<Verified, Failure> {
     let name = planned.entry.name.clone();
     let expect = planned.remaining().min(COALESCE as u64) as usize;
@@ -124,6 +124,9 @@ pub(super) async fn file_stream(
                 }
                 pend.extend_from_slice(&b);
                 bytes.fetch_add(b.len() as u64, Ordering::Relaxed);
+                if let Some(c) = &by_conn {
+                    c.fetch_add(b.len() as u64, Ordering::Relaxed);
+                }
             }
             Ok(None) => break,
             Err(e) => return Err(stream_broke(&name, sink, e, digest).await),
@@ -173,7 +176,7 @@ pub(super) async fn judge(
 
 /// Accept data streams once the job is accepted and hand them (with their header) to the job.
 pub(super) async fn accept_quic_streams(
-    conn: quinn::Connection,
+    (conn, number): (quinn::Connection, u16),
     tx: mpsc::Sender<(DataHeader, DataIn)>,
 ) {
     while let Ok(mut s) = conn.accept_uni().await {
@@ -181,7 +184,7 @@ pub(super) async fn accept_quic_streams(
         tokio::spawn(async move {
             if let Ok(Ok(h)) = tokio::time::timeout(HEADER_TIMEOUT, read_quic_header(&mut s)).await
             {
-                let _ = tx.send((h, DataIn::Quic(s))).await;
+                let _ = tx.send((h, DataIn::Quic(s, number))).await;
             } else {
                 let _ = s.stop(VarInt::from_u32(close::PROTOCOL));
             }

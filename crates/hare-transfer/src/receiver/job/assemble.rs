@@ -20,9 +20,13 @@ use super::{DigestWait, Finished};
 
 /// A piece of one range stream, or its end.
 enum Piece {
-    Data(u64, Bytes),
+    /// Bytes at an offset, from the job's connection of this number.
+    Data(u64, Bytes, u16),
     End,
 }
+
+/// The job's payload count and its counts by connection.
+pub(super) type Counts = (Arc<AtomicU64>, Vec<Arc<AtomicU64>>);
 
 /// The running assembly of one file: where its further range streams go.
 pub(super) struct Ranges {
@@ -64,13 +68,13 @@ pub(super) fn start(
     (target, planned): (Target, Planned),
     first: (DataHeader, DataIn),
     digest: DigestWait,
-    (fin, bytes): (mpsc::Sender<Finished>, Arc<AtomicU64>),
+    (fin, counts): (mpsc::Sender<Finished>, Counts),
     cap: u64,
 ) -> Ranges {
     let (tx, rx) = mpsc::unbounded_channel();
     let index = first.0.index;
     tokio::spawn(async move {
-        let r = assemble(target, planned, first, rx, digest, bytes).await;
+        let r = assemble(target, planned, first, rx, digest, counts).await;
         let _ = fin.send(Finished::File(index, r)).await;
     });
     Ranges {
@@ -86,7 +90,7 @@ async fn assemble(
     first: (DataHeader, DataIn),
     mut more: mpsc::UnboundedReceiver<(DataHeader, DataIn)>,
     mut digest: DigestWait,
-    bytes: Arc<AtomicU64>,
+    (bytes, by_conn): Counts,
 ) -> Result<Verified, Failure> {
     let name = planned.entry.name.clone();
     let mut sink =
@@ -105,12 +109,16 @@ async fn assemble(
         }
         tokio::select! {
             p = pieces.recv() => match p {
-                Some(Piece::Data(at, b)) => {
+                Some(Piece::Data(at, b, conn)) => {
                     if let Err(e) = sink.write(at, &b) {
                         sink.discard();
                         return Err(Failure::from(e));
                     }
-                    bytes.fetch_add(b.len() as u64, Ordering::Relaxed);
+                    let n = b.len() as u64;
+                    bytes.fetch_add(n, Ordering::Relaxed);
+                    if let Some(c) = by_conn.get(usize::from(conn)) {
+                        c.fetch_add(n, Ordering::Relaxed);
+                    }
                 }
                 Some(Piece::End) | None => readers = readers.saturating_sub(1),
             },
@@ -138,6 +146,7 @@ async fn assemble(
 /// Read one range stream, gathering contiguous chunks into writes of up to [`COALESCE`]
 /// bytes; a stream that breaks just ends (its range comes again).
 async fn read_range((h, mut input): (DataHeader, DataIn), tx: mpsc::Sender<Piece>) {
+    let conn = input.connection();
     let mut pend: Vec<u8> = Vec::new();
     let mut pend_at = 0u64;
     while let Ok(Some((off, b))) = input.next().await {
@@ -147,7 +156,7 @@ async fn read_range((h, mut input): (DataHeader, DataIn), tx: mpsc::Sender<Piece
         let joins = pend_at + pend.len() as u64 == at && pend.len() + b.len() <= COALESCE;
         if !pend.is_empty() && !joins {
             let full = Bytes::from(std::mem::take(&mut pend));
-            if tx.send(Piece::Data(pend_at, full)).await.is_err() {
+            if tx.send(Piece::Data(pend_at, full, conn)).await.is_err() {
                 return;
             }
         }
@@ -157,7 +166,7 @@ async fn read_range((h, mut input): (DataHeader, DataIn), tx: mpsc::Sender<Piece
         pend.extend_from_slice(&b);
     }
     if !pend.is_empty() {
-        let _ = tx.send(Piece::Data(pend_at, Bytes::from(pend))).await;
+        let _ = tx.send(Piece::Data(pend_at, Bytes::from(pend), conn)).await;
     }
     let _ = tx.send(Piece::End).await;
 }

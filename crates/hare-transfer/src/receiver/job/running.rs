@@ -30,6 +30,9 @@ pub(super) struct Running {
     pub(super) bytes: Arc<AtomicU64>,
     /// Bulk jobs: payload received by stream number (`-P` lines and `[SUM]`).
     by_stream: Vec<Arc<AtomicU64>>,
+    /// A file job over several connections: payload received by connection (its `[  n]`
+    /// lines, as a bulk job's by stream).
+    by_conn: Vec<Arc<AtomicU64>>,
     pub(super) expected: usize,
     /// Links of the job (made at acceptance; their failures count in `failures`).
     pub(super) links: usize,
@@ -147,6 +150,7 @@ impl Running {
         Self {
             bytes: Arc::new(AtomicU64::new(0)),
             by_stream: (0..streams).map(|_| Arc::default()).collect(),
+            by_conn: Vec::new(),
             expected,
             links,
             failures: failed_links,
@@ -280,10 +284,11 @@ impl Running {
 
     /// Payload received by bulk stream so far (empty for a file job).
     pub(super) fn stream_counts(&self) -> Vec<u64> {
-        self.by_stream
-            .iter()
-            .map(|c| c.load(Ordering::Relaxed))
-            .collect()
+        let counters = match self.by_conn.is_empty() {
+            true => &self.by_stream,
+            false => &self.by_conn,
+        };
+        counters.iter().map(|c| c.load(Ordering::Relaxed)).collect()
     }
 
     /// Payload received so far: over the streams' own counts for a bulk job, so that an
@@ -506,7 +511,8 @@ impl Running {
                 "a file stream in a bulk job".into(),
             )));
         };
-        spawn_file(target, p, h, input, rx, fin.clone(), counter);
+        let by_conn = self.by_conn.get(usize::from(input.connection())).cloned();
+        spawn_file(target, p, h, input, rx, fin.clone(), (counter, by_conn));
         Step::Go
     }
 

@@ -12,6 +12,9 @@ impl Running {
     /// The job travels over several connections with ranges of this striping.
     pub(in crate::receiver::job) fn striped(&mut self, striping: Option<Striping>, grant: u64) {
         self.striping = striping.map(|s| (s, grant));
+        if let (Some(s), true) = (striping, self.files_job) {
+            self.by_conn = (0..s.connections).map(|_| Default::default()).collect();
+        }
     }
 
     /// A range stream of file `h.index`.
@@ -53,7 +56,7 @@ impl Running {
         let own = target.limits.bytes;
         target.limits.bytes = own.max(grant.saturating_mul(2).saturating_mul(n));
         let cap = super::super::assemble::stream_cap(p.remaining(), striping.chunk);
-        let counters = (fin.clone(), self.bytes.clone());
+        let counters = (fin.clone(), (self.bytes.clone(), self.by_conn.clone()));
         let r = super::super::assemble::start((target, p), (h, input), rx, counters, cap);
         self.ranges.insert(h.index, r);
         Step::Go
