@@ -134,6 +134,11 @@ struct Cli {
     /// people to run.
     #[arg(long, hide = true)]
     ssh_serve: bool,
+    /// Worker threads serving the connections (1: one thread, the fastest for one connection
+    /// per job; more lets jobs over several connections, hare-send -C, use more cores).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    threads: u16,
     /// Fetching: the UDP ports the remote hare-send may bind, `LOW-HIGH` or one `PORT`, for
     /// a remote firewall that opens a range (default: a port the remote's kernel picks).
     #[arg(long, value_name = "RANGE")]
@@ -351,26 +356,42 @@ fn run(cli: Cli) -> Result<ExitKind, Failed> {
         return p.run(opts).map_err(Failed::other);
     }
     cli.fetch.only_when_fetching().map_err(Failed::usage)?;
+    let threads = cli.threads;
     if cli.ssh_serve {
         let dest = cli.dir.clone();
         let ports: Vec<u16> = cli.ports.iter().flat_map(|r| r.ports()).collect();
         let (opts, _) = options(cli).map_err(Failed::usage)?;
-        return ssh_serve::serve(opts, dest, &ports).map_err(Failed::other);
+        return ssh_serve::serve(opts, (dest, threads), &ports).map_err(Failed::other);
     }
     let (opts, identity_dir) = options(cli).map_err(Failed::usage)?;
     let to_stdout = opts.output.json != Some(JsonTarget::Stdout);
-    serve(opts, identity_dir, to_stdout).map_err(Failed::other)
+    serve(opts, (identity_dir, threads), to_stdout).map_err(Failed::other)
+}
+
+/// The receiver's runtime: one thread (docs/PLATFORM.md: the fastest for one connection on
+/// a small machine), or `threads` workers, over which tokio spreads the connections' tasks
+/// (quinn drives each connection from a task of its own).
+pub(crate) fn runtime(threads: u16) -> Result<tokio::runtime::Runtime> {
+    let mut b = match threads {
+        0 | 1 => tokio::runtime::Builder::new_current_thread(),
+        n => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(usize::from(n));
+            b
+        }
+    };
+    b.enable_all().build().context("starting the tokio runtime")
 }
 
 /// Bind, say who may send, and serve until a signal (or the one job of `--one-shot`).
-fn serve(opts: RecvOptions, identity_dir: PathBuf, to_stdout: bool) -> Result<ExitKind> {
+fn serve(
+    opts: RecvOptions,
+    (identity_dir, threads): (PathBuf, u16),
+    to_stdout: bool,
+) -> Result<ExitKind> {
     let tcp_mode = opts.tcp.is_some();
     let who = senders_line(&opts);
-    // One current-thread runtime per process (docs/PLATFORM.md: faster on 2 cores).
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the tokio runtime")?;
+    let rt = runtime(threads)?;
     rt.block_on(async move {
         let (trigger, stop) = hare_transfer::stop_pair();
         // Ctrl-C, SIGTERM and SIGHUP all shut the receiver down the same way; watched before

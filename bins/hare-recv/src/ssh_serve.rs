@@ -18,7 +18,11 @@ use hare_transfer::TransferError;
 
 /// Serve one job as `base` says (limits, windows, controller), into `dest`, listening on the
 /// first free port of `ports` (empty: one the kernel picks).
-pub fn serve(mut base: RecvOptions, dest: Option<PathBuf>, ports: &[u16]) -> Result<ExitKind> {
+pub fn serve(
+    mut base: RecvOptions,
+    (dest, threads): (Option<PathBuf>, u16),
+    ports: &[u16],
+) -> Result<ExitKind> {
     let first = hare_ssh::read_first_line().context("reading the sender's fingerprint from ssh")?;
     let sender: Fingerprint = first
         .parse()
@@ -37,10 +41,7 @@ pub fn serve(mut base: RecvOptions, dest: Option<PathBuf>, ports: &[u16]) -> Res
     base.tcp = None;
     base.output.quiet = true;
     base.output.json = None;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the tokio runtime")?;
+    let rt = crate::runtime(threads)?;
     rt.block_on(async move {
         let receiver = bind_any(base, ports)?;
         let fingerprint = receiver

@@ -69,6 +69,10 @@ pub async fn send(
     if let Some(range) = t.remote_ports {
         args.extend(["--ports".to_owned(), range.to_string()]);
     }
+    if opts.connections > 1 {
+        // A job over several connections: the remote serves them on as many threads.
+        args.extend(["--threads".to_owned(), opts.connections.to_string()]);
+    }
     let program = ("hare-recv", t.remote_bin.as_deref());
     let first = identity.fingerprint.to_string();
     let mut session = Session::start(&t.rsh, &t.remote, program, &args, &first).await?;
