@@ -351,7 +351,8 @@ fn run(cli: Cli) -> Result<ExitKind, Failed> {
         if let Some(range) = cli.remote_ports {
             forwarded.extend(["--ports".to_owned(), range.to_string()]);
         }
-        let p = p.with_remote_args(forwarded);
+        let threads = cli.fetch.connections().unwrap_or(1).max(cli.threads);
+        let p = p.with_remote_args(forwarded).with_threads(threads);
         let (opts, _) = options(cli).map_err(Failed::usage)?;
         return p.run(opts).map_err(Failed::other);
     }

@@ -28,6 +28,8 @@ pub struct Pull {
     links: bool,
     /// The remote hare-send's own flags (skip rule, resume, -P, --retries, --cc).
     remote_args: Vec<String>,
+    /// Worker threads of the runtime (1: one).
+    threads: u16,
 }
 
 impl Pull {
@@ -68,12 +70,19 @@ impl Pull {
             remote_bin,
             links: false,
             remote_args: Vec::new(),
+            threads: 1,
         }))
     }
 
     /// Bring symbolic links as links (the remote sender's `--links`).
     pub fn with_links(mut self, links: bool) -> Self {
         self.links = links;
+        self
+    }
+
+    /// Serve the fetch on `threads` worker threads (`--threads`, or `-C`).
+    pub fn with_threads(mut self, threads: u16) -> Self {
+        self.threads = threads;
         self
     }
 
@@ -89,10 +98,7 @@ impl Pull {
             .with_context(|| format!("creating {}", self.dest.display()))?;
         let identity = hare_transfer::identity::ephemeral(&[])?;
         opts.dir = Some(self.dest.clone());
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("starting the tokio runtime")?;
+        let rt = crate::runtime(self.threads)?;
         rt.block_on(async move {
             let mut args = vec!["--ssh-serve".to_owned()];
             if self.links {

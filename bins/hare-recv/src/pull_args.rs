@@ -11,6 +11,10 @@ pub struct PullArgs {
     /// Files in flight at once (the remote hare-send's -P; default 4).
     #[arg(short = 'P', value_name = "N")]
     parallel: Option<u16>,
+    /// QUIC connections that carry the fetch (the remote hare-send's -C; this side dials
+    /// them and serves them on as many threads).
+    #[arg(short = 'C', long = "connections", value_name = "N")]
+    connections: Option<u16>,
     /// Skip files whose BLAKE3 digest matches DEST's copy (rsync -c), instead of the quick
     /// check of size and modification time.
     #[arg(short = 'c', long, conflicts_with_all = ["force", "ignore_existing", "update"])]
@@ -33,11 +37,19 @@ pub struct PullArgs {
 }
 
 impl PullArgs {
+    /// `-C`, if given.
+    pub fn connections(&self) -> Option<u16> {
+        self.connections
+    }
+
     /// The remote hare-send's flags for these options (and `cc`, the controller that sends).
     pub fn remote_args(&self, cc: Option<&str>) -> Vec<String> {
         let mut args = Vec::new();
         if let Some(n) = self.parallel {
             args.extend(["-P".to_owned(), n.to_string()]);
+        }
+        if let Some(n) = self.connections {
+            args.extend(["-C".to_owned(), n.to_string()]);
         }
         let flags = [
             (self.checksum, "--checksum"),
@@ -60,6 +72,7 @@ impl PullArgs {
     pub fn only_when_fetching(&self) -> Result<()> {
         let given = [
             (self.parallel.is_some(), "-P"),
+            (self.connections.is_some(), "-C"),
             (self.checksum, "--checksum"),
             (self.ignore_existing, "--ignore-existing"),
             (self.update, "--update"),

@@ -455,3 +455,35 @@ fn a_push_over_ssh_spreads_over_three_connections() {
     assert!(text.contains("[  3]") && !text.contains("[  4]"), "{text}");
     same(&root, &dst.path().join("t"));
 }
+
+/// `hare-recv -C 3 host:SRC DEST`: the remote hare-send listens, this side dials the job's
+/// three connections, and a big file arrives whole over all of them.
+#[test]
+fn a_pull_over_ssh_spreads_over_three_connections() {
+    let Some(s) = sshd() else { return };
+    let bins = bin_dir();
+    let (src, dst) = (
+        tempfile::tempdir().expect("t"),
+        tempfile::tempdir().expect("t"),
+    );
+    let root = src.path().join("t");
+    tree(&root);
+    let big: Vec<u8> = (0..24_000_000u32).map(|i| (i / 4099) as u8).collect();
+    std::fs::write(root.join("big.bin"), &big).expect("w");
+    let mut c = Command::new(bins.join("hare-recv"));
+    c.arg("-e")
+        .arg(s.rsh())
+        .args(["--links", "-C", "3", "--remote-bin"])
+        .arg(&bins)
+        .arg(format!("testhost:{}", root.display()))
+        .arg(dst.path().join("in"))
+        .env_remove("HARE_RSH")
+        .stdin(Stdio::null());
+    let out = run(&mut c);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{err}\n{text}");
+    // The receiver's numbered lines are the connections.
+    assert!(text.contains("[  3]") && !text.contains("[  4]"), "{text}");
+    same(&root, &dst.path().join("in/t"));
+}

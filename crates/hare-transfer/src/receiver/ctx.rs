@@ -61,6 +61,9 @@ pub(super) struct JobCtx {
     /// QUIC: this connection's controller (its observer, when it was built) and qlog, for
     /// reverse mode, where this side sends and reports what the controller decided.
     pub(super) controller: Option<SendingCc>,
+    /// A pull: this side dialled the sender, and dials the further connections of a job
+    /// over several connections too.
+    pub(super) dial_more: Option<super::dialled::DialMore>,
 }
 
 /// Whose a job's files are, and the receiver-wide budget they share.

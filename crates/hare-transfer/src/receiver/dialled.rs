@@ -42,6 +42,7 @@ pub async fn receive_from(
         .map_err(|e| TransferError::Config(e.to_string()))?;
     let mut client = quinn::ClientConfig::new(Arc::new(crypto));
     client.transport_config(Arc::new(transport));
+    let client = Arc::new(client);
     let bind: SocketAddr = match addr {
         SocketAddr::V6(_) => SocketAddr::from(([0u16; 8], 0)),
         SocketAddr::V4(_) => SocketAddr::from(([0, 0, 0, 0], 0)),
@@ -55,37 +56,108 @@ pub async fn receive_from(
     )?;
     let hello_deadline = tokio::time::Instant::now() + opts.limits.hello_timeout;
     let connecting = endpoint
-        .connect_with(client, addr, "localhost")
+        .connect_with((*client).clone(), addr, "localhost")
         .map_err(|e| TransferError::Connection(format!("{host}: {e}")))?;
     let conn = tokio::time::timeout_at(hello_deadline, connecting)
         .await
         .map_err(|_| TransferError::Timeout(format!("no answer from {host} ({addr}) over UDP")))?
         .map_err(|e| TransferError::Connection(format!("{host} ({addr}): {e}")))?;
-    let shared = Shared::new(&opts.limits);
-    let ctx = JobCtx {
+    let dial = DialMore {
         opts: Arc::new(opts.clone()),
-        peer: addr,
-        transport: Transport::Quic,
-        conn: Some(conn.clone()),
-        data_tx: None::<mpsc::Sender<_>>,
-        session: None,
-        names: shared.names,
-        reorder: shared.reorder,
-        jobs: shared.jobs,
-        joins: shared.joins,
-        joined: Default::default(),
+        shared: Shared::new(&opts.limits),
         gate: Gate::new(opts.limits),
-        preauth: None,
-        hello_deadline,
-        peer_cert: crate::trust::peer_fingerprint(&conn),
-        controller: Some(SendingCc {
-            observer,
-            epoch: std::time::Instant::now(),
-            qlog: Arc::new(std::sync::Mutex::new(None)),
-        }),
+        endpoint: endpoint.clone(),
+        client,
+        addr,
     };
+    let ctx = dial.job_ctx(conn.clone(), hello_deadline, observer, true);
     let res = serve_connection(ctx, &conn).await;
     close_after(&conn, &res).await;
     let _ = tokio::time::timeout(std::time::Duration::from_secs(1), endpoint.wait_idle()).await;
     res
+}
+
+/// What dialling the sender again needs: a job over several connections (`-C N` on the
+/// remote sender) gets its further connections from this side, which dials, while the
+/// sender sends on them once they joined.
+#[derive(Clone)]
+pub(super) struct DialMore {
+    opts: Arc<RecvOptions>,
+    shared: Shared,
+    gate: Gate,
+    endpoint: quinn::Endpoint,
+    client: Arc<quinn::ClientConfig>,
+    addr: SocketAddr,
+}
+
+impl std::fmt::Debug for DialMore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DialMore({})", self.addr)
+    }
+}
+
+impl DialMore {
+    /// The context of a job (or a join) on `conn`; `first`: the connection that may dial
+    /// more.
+    fn job_ctx(
+        &self,
+        conn: quinn::Connection,
+        hello_deadline: tokio::time::Instant,
+        observer: Observer,
+        first: bool,
+    ) -> JobCtx {
+        JobCtx {
+            opts: self.opts.clone(),
+            peer: self.addr,
+            transport: Transport::Quic,
+            data_tx: None::<mpsc::Sender<_>>,
+            session: None,
+            names: self.shared.names.clone(),
+            reorder: self.shared.reorder.clone(),
+            jobs: self.shared.jobs.clone(),
+            joins: self.shared.joins.clone(),
+            joined: Default::default(),
+            gate: self.gate.clone(),
+            preauth: None,
+            hello_deadline,
+            peer_cert: crate::trust::peer_fingerprint(&conn),
+            controller: Some(SendingCc {
+                observer,
+                epoch: std::time::Instant::now(),
+                qlog: Arc::new(std::sync::Mutex::new(None)),
+            }),
+            dial_more: first.then(|| self.clone()),
+            conn: Some(conn),
+        }
+    }
+
+    /// Dial connections 1 to `n - 1` of the job and serve each (the sender joins it to the
+    /// job); each ends with the job or its own failure, said in the log.
+    pub(super) fn spawn(&self, n: u16) {
+        for i in 1..n {
+            let me = self.clone();
+            tokio::spawn(async move {
+                let deadline = tokio::time::Instant::now() + me.opts.limits.hello_timeout;
+                let connecting =
+                    match me
+                        .endpoint
+                        .connect_with((*me.client).clone(), me.addr, "localhost")
+                    {
+                        Ok(c) => c,
+                        Err(e) => return tracing::warn!("dialling connection {i}: {e}"),
+                    };
+                let conn = match tokio::time::timeout_at(deadline, connecting).await {
+                    Ok(Ok(c)) => c,
+                    Ok(Err(e)) => return tracing::warn!("connection {i}: {e}"),
+                    Err(_) => return tracing::warn!("connection {i}: no answer"),
+                };
+                let ctx = me.job_ctx(conn.clone(), deadline, Observer::new(), false);
+                let res = serve_connection(ctx, &conn).await;
+                if let Err(e) = &res {
+                    tracing::warn!("connection {i}: {e}");
+                }
+                close_after(&conn, &res).await;
+            });
+        }
+    }
 }

@@ -128,6 +128,10 @@ pub(super) async fn run_job(
     let striping = striping_of(&ctx, &hello);
     let _joins = striping.map(|st| register(&mut ctx, (st, &hello), (grant, fixed), channels));
     welcome(&ctx, &mut out, (grant, fixed), plans, channels, links).await?;
+    if let (Some(st), Some(dial)) = (striping, &ctx.dial_more) {
+        // A pull: the sender listens, so this side dials the job's further connections.
+        dial.spawn(st.connections);
+    }
     if let ToReceiver::Hello {
         reverse: Some(r), ..
     } = &hello

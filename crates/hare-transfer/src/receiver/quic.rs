@@ -203,6 +203,7 @@ async fn quic_connection(
             epoch: cc_epoch,
             qlog: qlog.clone(),
         }),
+        dial_more: None,
     };
     let res = tokio::select! {
         r = serve_connection(ctx, &conn) => r,

@@ -125,6 +125,7 @@ async fn tcp_socket(
             hello_deadline,
             peer_cert: None,
             controller: None,
+            dial_more: None,
         };
         let evicted = ticket_evicted;
         let res = tokio::select! {

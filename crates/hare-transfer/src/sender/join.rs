@@ -93,6 +93,44 @@ impl Extras {
         }
     }
 
+    /// A pull: the receiver dials connections 1 to `n - 1` to this listening sender, which
+    /// accepts those that show the certificate of the job's own (`d.conn`) and joins each
+    /// to the job as when it dials. They share the listener's endpoint (its one port).
+    pub(super) async fn accept(
+        d: &super::Dialled,
+        n: u16,
+        (session, token): ([u8; 12], Option<String>),
+    ) -> Result<Self> {
+        let receiver = crate::trust::peer_fingerprint(&d.conn);
+        let mut extras = Extras(Vec::new());
+        for number in 1..n {
+            let accepted = tokio::time::timeout(JOIN_TIMEOUT, accept_one(d, receiver)).await;
+            let conn = match accepted {
+                Ok(Ok(c)) => c,
+                Ok(Err(e)) => return Err(e),
+                Err(_) => {
+                    return Err(TransferError::Timeout(format!(
+                        "the receiver did not dial connection {number} within {} s",
+                        JOIN_TIMEOUT.as_secs()
+                    )))
+                }
+            };
+            let (mut w, mut r) = conn.open_bi().await.map_err(|e| {
+                TransferError::Connection(format!(
+                    "connection {number}: opening its control stream: {e}"
+                ))
+            })?;
+            let _ = w.set_priority(1);
+            say_join(&mut r, &mut w, (&session, number, token.clone())).await?;
+            extras.0.push(Extra {
+                conn,
+                stop: None,
+                thread: None,
+            });
+        }
+        Ok(extras)
+    }
+
     /// The connections, in their order (connection 1 first).
     pub(super) fn conns(&self) -> Vec<quinn::Connection> {
         self.0.iter().map(|e| e.conn.clone()).collect()
@@ -102,6 +140,10 @@ impl Extras {
     pub(super) async fn close(mut self) {
         let mut threads = Vec::new();
         for e in &mut self.0 {
+            if e.thread.is_none() {
+                // Accepted on the listener's endpoint: closed here.
+                e.conn.close(quinn::VarInt::from_u32(close::DONE), b"done");
+            }
             if let Some(s) = e.stop.take() {
                 let _ = s.send(());
             }
@@ -197,27 +239,60 @@ async fn join(d: &Drive, observer: &Observer) -> Result<Joined> {
     let (Opener::Quic(conn), Some(endpoint)) = (opener, endpoint) else {
         return Err(TransferError::Config("-C needs QUIC".into()));
     };
-    let session: String = d.session.iter().map(|b| format!("{b:02x}")).collect();
+    let join = (&d.session, d.number, d.opts.token.clone());
+    say_join(&mut ctl_r, &mut ctl_w, join).await?;
+    Ok((conn, endpoint, (ctl_r, ctl_w), qlog))
+}
+
+/// Ask the receiver to let this connection into the job, and hear its answer.
+async fn say_join<R, W>(
+    r: &mut R,
+    w: &mut W,
+    (session, number, token): (&[u8; 12], u16, Option<String>),
+) -> Result<()>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let session: String = session.iter().map(|b| format!("{b:02x}")).collect();
     let hello = ToReceiver::Join {
         session,
-        connection: d.number,
-        token: d.opts.token.clone(),
+        connection: number,
+        token,
     };
-    write_frame(&mut ctl_w, &hello).await?;
-    match read_frame::<_, ToSender>(&mut ctl_r).await? {
-        Some(ToSender::Joined { .. }) => Ok((conn, endpoint, (ctl_r, ctl_w), qlog)),
+    write_frame(w, &hello).await?;
+    match read_frame::<_, ToSender>(r).await? {
+        Some(ToSender::Joined { .. }) => Ok(()),
         Some(ToSender::Refuse { reason }) => Err(TransferError::Refused(format!(
-            "connection {} was not let into the job: {reason}",
-            d.number
+            "connection {number} was not let into the job: {reason}"
         ))),
         Some(_) => Err(TransferError::Protocol(format!(
-            "connection {}: the receiver answered the join with something else",
-            d.number
+            "connection {number}: the receiver answered the join with something else"
         ))),
         None => Err(TransferError::Connection(format!(
-            "connection {}: the receiver closed it before answering the join",
-            d.number
+            "connection {number}: the receiver closed it before answering the join"
         ))),
+    }
+}
+
+/// The next connection to the listener that shows `receiver`'s certificate (others are
+/// closed).
+async fn accept_one(
+    d: &super::Dialled,
+    receiver: Option<crate::identity::Fingerprint>,
+) -> Result<quinn::Connection> {
+    loop {
+        let Some(incoming) = d.endpoint.accept().await else {
+            return Err(TransferError::Connection("the endpoint closed".into()));
+        };
+        let Ok(conn) = incoming.await else { continue };
+        if receiver.is_some() && crate::trust::peer_fingerprint(&conn) == receiver {
+            return Ok(conn);
+        }
+        conn.close(
+            quinn::VarInt::from_u32(close::REFUSED),
+            b"not the job's receiver",
+        );
     }
 }
 

@@ -554,7 +554,10 @@ async fn further_connections(
         return Ok((None, None));
     }
     let chunk = to.opts.chunk;
-    let extras = join::Extras::open(to, n).await?;
+    let extras = match &to.opts.via {
+        Some(d) => join::Extras::accept(d, n, (to.session, to.opts.token.clone())).await?,
+        None => join::Extras::open(to, n).await?,
+    };
     let mut conns = vec![first.clone()];
     conns.extend(extras.conns());
     Ok((

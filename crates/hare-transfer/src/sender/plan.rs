@@ -128,9 +128,9 @@ fn check_connections(opts: &SendOptions) -> Result<()> {
                 .into(),
         ));
     }
-    if opts.reverse || opts.via.is_some() {
+    if opts.reverse {
         return Err(TransferError::Usage(
-            "-C carries jobs this side sends; it does not work with -r or a pull yet".into(),
+            "-C carries jobs this side sends; it does not work with -r".into(),
         ));
     }
     if let SendJob::Bulk { streams, .. } = &opts.job {
