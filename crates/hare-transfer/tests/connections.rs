@@ -327,3 +327,29 @@ fn an_interrupted_job_of_ranges_reruns_only_what_is_missing() {
     assert!(same_file(&p, &f.dst.path().join("big.bin")));
     only(f.dst.path(), &["big.bin"]);
 }
+
+#[test]
+fn connections_that_cannot_join_leave_the_job_to_the_others() {
+    let id = tempfile::tempdir().expect("tempdir");
+    let (src, dst) = (
+        tempfile::tempdir().expect("t"),
+        tempfile::tempdir().expect("t"),
+    );
+    let mut o = recv_options(id.path().into(), Some(dst.path().into()));
+    // Two places for connections still in their handshake: of five joins at once, some
+    // are turned away before it.
+    o.limits.max_preauth_per_peer = 2;
+    let recv = BackgroundReceiver::start(o).expect("receiver");
+    let f = Fixture {
+        _id: id,
+        src,
+        dst,
+        recv,
+    };
+    let p = f.src.path().join("big.bin");
+    big_file(&p, 32);
+    let out = run(job(f.recv.addr, &f, vec![p.clone()], 6));
+    let n = shares(&out).len();
+    assert!((1..=6).contains(&n), "{n} connections");
+    assert!(same_file(&p, &f.dst.path().join("big.bin")));
+}

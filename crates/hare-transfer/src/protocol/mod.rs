@@ -30,8 +30,10 @@ pub const MAX_FRAME: usize = 4 << 20;
 pub const MAX_FILES: usize = 10_000;
 /// Most parallel streams of a bulk job.
 pub const MAX_STREAMS: u16 = 128;
-/// Most connections of one job (`--connections`).
-pub const MAX_CONNECTIONS: u16 = 64;
+/// Most connections of one job (`--connections`): the further ones join at once, each
+/// holding one of a receiver's pre-authentication places for its address until it is in
+/// (32 by default).
+pub const MAX_CONNECTIONS: u16 = 32;
 /// Smallest `--chunk` a receiver takes: ranges smaller than this would cost more in stream
 /// headers and bookkeeping than they gain.
 pub const MIN_CHUNK: u64 = 64 << 10;

@@ -41,9 +41,9 @@ pub(super) struct JoinTo<'a> {
 }
 
 impl Extras {
-    /// Open connections 1 to `n - 1`, all at once; `Err` when any of them cannot join (the
-    /// ones that did are closed).
-    pub(super) async fn open(to: JoinTo<'_>, n: u16) -> Result<Self> {
+    /// Open connections 1 to `n - 1`, all at once. One that cannot join is said on stderr
+    /// and the job goes on with the others (as with a connection lost later).
+    pub(super) async fn open(to: JoinTo<'_>, n: u16) -> Self {
         let mut waits = Vec::new();
         for i in 1..n {
             let (ready_tx, ready_rx) = oneshot::channel();
@@ -64,33 +64,27 @@ impl Extras {
                         stop: stop_rx,
                     })
                 })
-                .map_err(|e| TransferError::Config(format!("starting connection {i}: {e}")))?;
-            waits.push((ready_rx, stop_tx, thread));
+                .map_err(|e| TransferError::Config(format!("starting connection {i}: {e}")));
+            match thread {
+                Ok(t) => waits.push((i, ready_rx, stop_tx, t)),
+                Err(e) => eprintln!("hare-send: warning: {e}"),
+            }
         }
         let mut extras = Extras(Vec::new());
-        let mut failed = None;
-        for (ready, stop, thread) in waits {
+        for (i, ready, stop, thread) in waits {
             match ready.await {
                 Ok(Ok(conn)) => extras.0.push(Extra {
                     conn,
                     stop: Some(stop),
                     thread: Some(thread),
                 }),
-                Ok(Err(e)) => failed = failed.or(Some(e)),
-                Err(_) => {
-                    failed = failed.or(Some(TransferError::Connection(
-                        "a further connection's thread ended before it joined".into(),
-                    )))
+                Ok(Err(e)) => {
+                    eprintln!("hare-send: warning: connection {i} did not join the job: {e}")
                 }
+                Err(_) => eprintln!("hare-send: warning: connection {i}'s thread ended early"),
             }
         }
-        match failed {
-            Some(e) => {
-                extras.close().await;
-                Err(e)
-            }
-            None => Ok(extras),
-        }
+        extras
     }
 
     /// A pull: the receiver dials connections 1 to `n - 1` to this listening sender, which

@@ -556,7 +556,7 @@ async fn further_connections(
     let chunk = to.opts.chunk;
     let extras = match &to.opts.via {
         Some(d) => join::Extras::accept(d, n, (to.session, to.opts.token.clone())).await?,
-        None => join::Extras::open(to, n).await?,
+        None => join::Extras::open(to, n).await,
     };
     let mut conns = vec![first.clone()];
     conns.extend(extras.conns());
