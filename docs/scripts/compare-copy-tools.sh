@@ -1,8 +1,12 @@
 #!/bin/bash
-# Compare hare with scp, rsync over ssh and qcp on the same emulated path: one namespace-mode
-# emulator (hare-lab emulate) for the whole run, kernel TCP CUBIC in both namespaces, a private
-# sshd on the receiver (10.77.0.2) that every tool logs in to with generated keys, and per tool
-# and data set --runs timed copies from the sender namespace, each verified.
+# Compare hare with scp, rsync over ssh, qcp and lftp on the same emulated path: one
+# namespace-mode emulator (hare-lab emulate) for the whole run, kernel TCP CUBIC in both
+# namespaces, a private sshd on the receiver (10.77.0.2) that every tool but lftp logs in to
+# with generated keys, and per tool and data set --runs timed copies from the sender
+# namespace, each verified. Tools: hare, hare-cN (hare-send -C N), scp, rsync, qcp, and lftpN
+# (lftp over SFTP with N connections: `pget -n N` for the file, `mirror --parallel=N` for the
+# tree; lftp splits only downloads, so it runs in the receiver namespace and pulls from a
+# second sshd on the sender, 10.77.0.1: the data still crosses the path's forward direction).
 # Output: a markdown table on stdout and in OUT/table.md, raw per-run lines in OUT/runs.tsv.
 # See docs/TRANSFER.md, "Measuring against scp, rsync and qcp".
 set -euo pipefail
@@ -11,7 +15,7 @@ usage() {
   cat <<'EOF'
 Usage: compare-copy-tools.sh [--rate 100m] [--rtt 80ms] [--loss P] [--queue BYTES] [--seed N]
          [--file-mb 500] [--small-files 2000] [--small-kb 4] [--runs 3]
-         [--tools hare,scp,rsync,qcp] [--out DIR] [--data DIR] [--bin-dir DIR] [--qcp PATH]
+         [--tools hare,hare-c4,scp,rsync,qcp,lftp8] [--out DIR] [--data DIR] [--bin-dir DIR] [--qcp PATH]
          [--instance NAME] [--timeout 900]
 Root only (network namespaces, TUN devices, sshd). Sizes: --file-mb in MiB, --small-kb in KiB.
 --rate takes k/m/g (SI bit/s), --rtt takes us/ms/s; --loss is a Bernoulli probability on the
@@ -71,9 +75,15 @@ queue=${queue:-$bdp}
 
 IFS=, read -r -a tool_list <<<"$tools"
 for t in "${tool_list[@]}"; do
-  case $t in hare|scp|rsync|qcp) ;; *) die "--tools: unknown tool $t (hare, scp, rsync, qcp)" ;; esac
+  case $t in
+    hare|scp|rsync|qcp) ;;
+    hare-c[0-9]*|lftp[0-9]*) [[ ${t##*[a-z-]} =~ ^[1-9][0-9]*$ ]] || die "--tools: $t: expected a count" ;;
+    *) die "--tools: unknown tool $t (hare, hare-cN, scp, rsync, qcp, lftpN)" ;;
+  esac
 done
 has_tool() { [[ ,$tools, == *,$1,* ]]; }
+has_lftp() { [[ ,$tools, == *,lftp[0-9]* ]]; }
+if has_lftp; then command -v lftp >/dev/null || die "lftp missing: apt-get install -y lftp"; fi
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 bin_dir=${bin_dir:-${CARGO_TARGET_DIR:-$repo/target}/release}
@@ -106,7 +116,13 @@ mkdir -p "$work"
 
 # ---- teardown ------------------------------------------------------------------------------
 emu_pid="" sshd_pid="" verdict=""
+src_sshd_pid=""
 stop_all() {
+  if [[ -n $src_sshd_pid ]]; then
+    kill "$src_sshd_pid" 2>/dev/null || true
+    wait "$src_sshd_pid" 2>/dev/null || true
+    src_sshd_pid=""
+  fi
   if [[ -n $sshd_pid ]]; then
     kill "$sshd_pid" 2>/dev/null || true
     wait "$sshd_pid" 2>/dev/null || true
@@ -210,6 +226,17 @@ ssh_cfg=$ssh_dir/ssh_config
   echo "  UserKnownHostsFile /dev/null"
   echo "  LogLevel ERROR"
   echo "  BatchMode yes"
+  # lftp pulls from the sender's side (see the header).
+  echo "Host srchost"
+  echo "  HostName 10.77.0.1"
+  echo "  Port 22"
+  echo "  User $user"
+  echo "  IdentityFile $ssh_dir/user_key"
+  echo "  IdentitiesOnly yes"
+  echo "  StrictHostKeyChecking no"
+  echo "  UserKnownHostsFile /dev/null"
+  echo "  LogLevel ERROR"
+  echo "  BatchMode yes"
 } >"$ssh_cfg"
 mkdir -p /run/sshd  # sshd's privilege separation directory (Debian makes it at boot)
 # Started directly (not through the in_ns function, whose subshell would be $!) so that
@@ -223,6 +250,20 @@ for i in $(seq 100); do
   [[ $i -lt 100 ]] || die "no ssh login to 10.77.0.2 within 20 s (see $out/sshd.log)"
   sleep 0.2
 done
+
+if has_lftp; then
+  sed -e 's/^ListenAddress .*/ListenAddress 10.77.0.1/' -e "s#^PidFile .*#PidFile $ssh_dir/sshd-src.pid#" \
+    "$ssh_dir/sshd_config" >"$ssh_dir/sshd_src_config"
+  "$lab" exec sender --instance "$instance" -- /usr/sbin/sshd -D -e -f "$ssh_dir/sshd_src_config" \
+    >"$out/sshd-src.log" 2>&1 &
+  src_sshd_pid=$!
+  for i in $(seq 100); do
+    kill -0 "$src_sshd_pid" 2>/dev/null || { cat "$out/sshd-src.log" >&2; die "the sender's sshd exited"; }
+    in_ns receiver ssh -F "$ssh_cfg" srchost true 2>/dev/null && break
+    [[ $i -lt 100 ]] || die "no ssh login to 10.77.0.1 within 20 s (see $out/sshd-src.log)"
+    sleep 0.2
+  done
+fi
 
 # qcp is told the path it crosses, as its documentation asks (bandwidth in bytes/s, RTT in ms).
 # --remote-qcp-binary: the remote runs this qcp with --server (no qcp on its PATH needed).
@@ -272,22 +313,32 @@ for run in $(seq "$runs"); do
   for tool in "${tool_list[@]}"; do
     for set in file tree; do
       rm -rf "$dst"; mkdir -p "$dst"; sync
+      side=sender
       case $tool in
         hare) argv=(env "HARE_SEND_IDENTITY=$work/hare-id" "$bin_dir/hare-send" -q -e "$rsh"
                     --remote-bin "$bin_dir") ;;
+        hare-c*) argv=(env "HARE_SEND_IDENTITY=$work/hare-id" "$bin_dir/hare-send" -q -e "$rsh"
+                    --remote-bin "$bin_dir" -C "${tool#hare-c}") ;;
+        lftp*) n=${tool#lftp} side=receiver
+               if [[ $set == file ]]; then get="pget -n $n $data/big.bin -o $dst/big.bin"
+               else get="mirror --parallel=$n $data/tree $dst/tree"; fi
+               argv=(lftp -c "set sftp:connect-program 'ssh -a -x -F $ssh_cfg'; \
+set net:max-retries 1; set cmd:fail-exit yes; open sftp://srchost; $get") ;;
         scp) argv=(scp -q -F "$ssh_cfg")
              if [[ $set == tree ]]; then argv+=(-r); fi ;;
         rsync) argv=(rsync -a -e "$rsh") ;;
         qcp) argv=("$qcp_bin" "${qcp_args[@]}")
              if [[ $set == tree ]]; then argv+=(-r); fi ;;
       esac
-      if [[ $set == file ]]; then argv+=("$data/big.bin"); else argv+=("$data/tree"); fi
-      if [[ $tool == hare ]]; then argv+=("testhost:$dst"); else argv+=("testhost:$dst/"); fi
+      if [[ $tool != lftp* ]]; then
+        if [[ $set == file ]]; then argv+=("$data/big.bin"); else argv+=("$data/tree"); fi
+        if [[ $tool == hare* ]]; then argv+=("testhost:$dst"); else argv+=("testhost:$dst/"); fi
+      fi
       started=$(date -u +%FT%TZ)
       echo "== run $run $tool $set $started: ${argv[*]}" >>"$out/copies.log"
       t0=$(date +%s.%N)
       rc=0
-      in_ns sender timeout -k 10 "$copy_timeout" "${argv[@]}" </dev/null \
+      in_ns "$side" timeout -k 10 "$copy_timeout" "${argv[@]}" </dev/null \
         >>"$out/copies.log" 2>&1 || rc=$?
       t1=$(date +%s.%N)
       # hare's receiver makes the data durable before it answers; scp, rsync and qcp leave it
@@ -311,6 +362,7 @@ done
 # awk, not head: a writer cut off by head's early exit fails under pipefail.
 first_line() { "$@" 2>&1 | awk 'NR == 1' || true; }
 versions="$(first_line ssh -V); $(first_line rsync --version)"
+if has_lftp; then versions="$versions; $(first_line lftp --version)"; fi
 if has_tool qcp; then versions="$versions; $(first_line "$qcp_bin" --version)"; fi
 versions="$versions; $(first_line "$bin_dir/hare-send" --version)"
 stop_all  # the emulator's self-check is printed when it stops
