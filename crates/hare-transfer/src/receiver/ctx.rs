@@ -47,7 +47,7 @@ pub(super) struct JobCtx {
     /// The receiver's running jobs (for tagging lines while they overlap).
     pub(super) jobs: super::JobCount,
     /// The sessions of running jobs that further connections may join.
-    pub(super) joins: super::joins::Joins,
+    pub(super) joins: super::sessions::Joins,
     /// Set when this connection joined another's job instead of holding one (a one-shot
     /// receiver keeps serving until its job, not a join, ends).
     pub(super) joined: Arc<std::sync::atomic::AtomicBool>,
@@ -63,7 +63,7 @@ pub(super) struct JobCtx {
     pub(super) controller: Option<SendingCc>,
     /// A pull: this side dialled the sender, and dials the further connections of a job
     /// over several connections too.
-    pub(super) dial_more: Option<super::dialled::DialMore>,
+    pub(super) dial_more: Option<super::redial::DialMore>,
 }
 
 /// Whose a job's files are, and the receiver-wide budget they share.

@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use super::ctx::{JobCtx, SendingCc};
 use super::gate::Gate;
 use super::quic::{close_after, serve_connection};
+use super::redial::DialMore;
 use super::{RecvOptions, Shared};
 use crate::error::{Result, TransferError};
 use crate::identity::{Fingerprint, Identity};
@@ -75,25 +76,6 @@ pub async fn receive_from(
     close_after(&conn, &res).await;
     let _ = tokio::time::timeout(std::time::Duration::from_secs(1), endpoint.wait_idle()).await;
     res
-}
-
-/// What dialling the sender again needs: a job over several connections (`-C N` on the
-/// remote sender) gets its further connections from this side, which dials, while the
-/// sender sends on them once they joined.
-#[derive(Clone)]
-pub(super) struct DialMore {
-    opts: Arc<RecvOptions>,
-    shared: Shared,
-    gate: Gate,
-    endpoint: quinn::Endpoint,
-    client: Arc<quinn::ClientConfig>,
-    addr: SocketAddr,
-}
-
-impl std::fmt::Debug for DialMore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "DialMore({})", self.addr)
-    }
 }
 
 impl DialMore {

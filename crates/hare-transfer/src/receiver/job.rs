@@ -311,11 +311,11 @@ fn register(
     (st, hello): (Striping, &ToReceiver),
     (grant, fixed): (u64, bool),
     channels: usize,
-) -> Option<super::joins::Registered> {
+) -> Option<super::sessions::Registered> {
     let data_tx = ctx.data_tx.clone()?;
     let id: [u8; 12] = rand::random();
     ctx.session = Some(id);
-    let slot = super::joins::Slot {
+    let slot = super::sessions::Slot {
         data_tx,
         owner: ctx.peer_cert,
         link: crate::quic_config::Link {

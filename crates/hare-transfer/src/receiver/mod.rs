@@ -35,6 +35,8 @@ mod dialled;
 mod gate;
 mod job;
 mod joins;
+mod redial;
+mod sessions;
 // Peer text for the log (also the sender's), below both sides.
 pub(crate) use crate::peer_log as logs;
 // The protocol's port and deadlines, defined with the protocol (the sender uses them too).
@@ -56,7 +58,7 @@ pub(super) struct Shared {
     pub(super) names: crate::recvfile::FinalNames,
     pub(super) reorder: Arc<crate::recvfile::ReorderBudget>,
     pub(super) jobs: JobCount,
-    pub(super) joins: joins::Joins,
+    pub(super) joins: sessions::Joins,
 }
 
 /// The jobs of a receiver: how many run now (their lines are tagged while more than one
@@ -97,7 +99,7 @@ impl Shared {
                 limits.max_reorder_bytes,
             )),
             jobs: JobCount::default(),
-            joins: joins::Joins::default(),
+            joins: sessions::Joins::default(),
         }
     }
 }
