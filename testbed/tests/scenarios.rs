@@ -7,7 +7,7 @@ use hare_lab::thread_data::ThreadData;
 use std::path::Path;
 
 /// Competing-flows scenarios under `scenarios/flows` (see docs/FLOWS.md).
-const FLOWS_FILES: usize = 30;
+const FLOWS_FILES: usize = 31;
 
 fn dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
