@@ -22,6 +22,7 @@ use hare_link::{Link, LinkConfig, LinkStats};
 use crate::config::SimConfig;
 use crate::error::SimError;
 use crate::output::SimOutput;
+use crate::queue_sample::{QueueSample, QueueSampler};
 use crate::run::{Attempt, Due, End, Runner};
 use crate::window::Threads;
 use crate::wire::{SharedLink, Wire};
@@ -51,6 +52,9 @@ pub struct FlowsOutput {
     pub wall_seconds: f64,
     /// Virtual seconds from the run start to the last flow's end.
     pub sim_seconds: f64,
+    /// The bottleneck's queue on the grid asked of [`simulate_flows_sampled`] (empty from
+    /// [`simulate_flows`]).
+    pub queue: Vec<QueueSample>,
 }
 
 /// A bad flow list, before anything runs.
@@ -71,6 +75,16 @@ pub fn flow_seed(run_seed: u64, index: u32) -> u64 {
 /// runs. A flow that fails while running (connection lost, stalled) ends alone: the others
 /// go on, and its error is in [`FlowsOutput::flows`].
 pub fn simulate_flows(forward: &LinkConfig, flows: &[Flow]) -> Result<FlowsOutput, SimError> {
+    simulate_flows_sampled(forward, flows, None)
+}
+
+/// [`simulate_flows`], sampling the bottleneck's queue every `queue_every` of virtual time
+/// (from the run's start to the last flow's end) into [`FlowsOutput::queue`].
+pub fn simulate_flows_sampled(
+    forward: &LinkConfig,
+    flows: &[Flow],
+    queue_every: Option<Duration>,
+) -> Result<FlowsOutput, SimError> {
     if flows.is_empty() {
         return Err(setup_error("a shared path needs at least one flow".into()));
     }
@@ -93,7 +107,9 @@ pub fn simulate_flows(forward: &LinkConfig, flows: &[Flow]) -> Result<FlowsOutpu
             out: None,
         });
     }
-    let end_ns = drive(&mut slots);
+    let mut sampler = queue_every.map(|d| (link.clone(), QueueSampler::new(nanos(d))));
+    let end_ns = drive(&mut slots, &mut sampler);
+    let queue = sampler.map_or_else(Vec::new, |(_, s)| s.finish());
     let link_forward = *link.lock().unwrap_or_else(|p| p.into_inner()).stats();
     Ok(FlowsOutput {
         flows: slots
@@ -106,6 +122,7 @@ pub fn simulate_flows(forward: &LinkConfig, flows: &[Flow]) -> Result<FlowsOutpu
         link_forward,
         wall_seconds: wall_start.elapsed().as_secs_f64(),
         sim_seconds: end_ns as f64 / 1e9,
+        queue,
     })
 }
 
@@ -151,7 +168,7 @@ impl Slot<'_> {
 }
 
 /// The loop over all flows; returns the virtual time it ended at.
-fn drive(slots: &mut [Slot<'_>]) -> u64 {
+fn drive(slots: &mut [Slot<'_>], sampler: &mut Option<(SharedLink, QueueSampler)>) -> u64 {
     let mut now = 0;
     // Bounded: each pass handles at least one event of a flow, and every flow ends by its
     // own stall and virtual-time limits.
@@ -160,6 +177,9 @@ fn drive(slots: &mut [Slot<'_>]) -> u64 {
             return now;
         };
         now = now.max(t);
+        if let Some((link, s)) = sampler {
+            s.until(&mut link.lock().unwrap_or_else(|p| p.into_inner()), now);
+        }
         for slot in slots.iter_mut() {
             let Some(due) = slot.due.filter(|d| d.next <= now) else {
                 continue;

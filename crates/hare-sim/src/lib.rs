@@ -55,6 +55,7 @@ mod output;
 mod peer;
 mod pool;
 mod probe;
+mod queue_sample;
 pub mod receiver_acks;
 mod report;
 mod run;
@@ -72,8 +73,9 @@ pub use bench::{
 pub use config::{defaults, AckSettings, Limits, ReadMode, SimConfig, Windows, Workload};
 pub use crypto::CryptoMode;
 pub use error::{Endpoint, SimError};
-pub use flows::{flow_seed, simulate_flows, Flow, FlowsOutput};
+pub use flows::{flow_seed, simulate_flows, simulate_flows_sampled, Flow, FlowsOutput};
 pub use output::{Progress, SimOutput, TracePoint};
+pub use queue_sample::QueueSample;
 pub use receiver_acks::ReceiverAcks;
 pub use run::{simulate, simulate_with};
 pub use window::Threads;
