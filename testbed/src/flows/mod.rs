@@ -16,7 +16,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use hare_sim::{flow_seed, simulate_flows_sampled, Flow, SimConfig, SimOutput, Workload};
+use hare_link::LinkConfig;
+use hare_sim::{
+    flow_seed, simulate_flows_sampled, Flow, FlowsOutput, SimConfig, SimOutput, Workload,
+};
 
 use crate::runner::Job;
 use crate::scenario::flows::{FlowController, FlowWorkload, ResolvedFlow};
@@ -50,30 +53,9 @@ pub fn sim_flows(
     let mut summaries = Vec::new();
     let mut drawn = Vec::new();
     for rep in 0..scenario.file.repetitions {
-        let seed = scenario.file.seed.wrapping_add(u64::from(rep));
-        let flows = scenario
-            .flows
-            .iter()
-            .map(|f| flow_config(scenario, f, rep, seed, opts))
-            .collect::<Result<Vec<Flow>>>()?;
-        let forward = scenario.path_for_seed(seed).forward;
-        let sample = opts.out_dir.map(|_| QUEUE_EVERY);
-        let run = simulate_flows_sampled(&forward, &flows, sample)
-            .with_context(|| format!("{}: repetition {rep}", scenario.source))?;
-        let outputs: Vec<(Option<&SimOutput>, Option<String>)> = run
-            .flows
-            .iter()
-            .map(|r| match r {
-                Ok(o) => (Some(o), None),
-                Err(e) => (e.partial(), Some(e.to_string())),
-            })
-            .collect();
-        let runs: Vec<FlowRun<'_>> = scenario
-            .flows
-            .iter()
-            .zip(&outputs)
-            .map(|(f, (o, e))| flow_run(f, *o, e.clone()))
-            .collect();
+        let (seed, flows, forward, run) = simulate_rep(scenario, rep, opts)?;
+        let outputs = outputs_of(&run);
+        let runs = runs_of(scenario, &outputs);
         let sum = summarize(&scenario.file.name, "sim", rep, seed, &runs);
         if let Some(dir) = opts.out_dir {
             write_files(dir, &flows, &outputs, &sum)?;
@@ -120,6 +102,64 @@ pub fn sim_flows(
         page::write_flows_index(dir, &title, &reps)?;
     }
     Ok(summaries)
+}
+
+/// Runs repetition `rep` of the flows scenario: its seed, flows, bottleneck and output
+/// (the queue sampled when `opts` asks for files).
+fn simulate_rep(
+    scenario: &Scenario,
+    rep: u32,
+    opts: &FlowsOptions<'_>,
+) -> Result<(u64, Vec<Flow>, LinkConfig, FlowsOutput)> {
+    let seed = scenario.file.seed.wrapping_add(u64::from(rep));
+    let flows = scenario
+        .flows
+        .iter()
+        .map(|f| flow_config(scenario, f, rep, seed, opts))
+        .collect::<Result<Vec<Flow>>>()?;
+    let forward = scenario.path_for_seed(seed).forward;
+    let sample = opts.out_dir.map(|_| QUEUE_EVERY);
+    let run = simulate_flows_sampled(&forward, &flows, sample)
+        .with_context(|| format!("{}: repetition {rep}", scenario.source))?;
+    Ok((seed, flows, forward, run))
+}
+
+/// Each flow's output (its partial one when it failed) and error.
+fn outputs_of(run: &FlowsOutput) -> Vec<(Option<&SimOutput>, Option<String>)> {
+    run.flows
+        .iter()
+        .map(|r| match r {
+            Ok(o) => (Some(o), None),
+            Err(e) => (e.partial(), Some(e.to_string())),
+        })
+        .collect()
+}
+
+/// What the summary and the plots read of each flow.
+fn runs_of<'a>(
+    scenario: &'a Scenario,
+    outputs: &'a [(Option<&'a SimOutput>, Option<String>)],
+) -> Vec<FlowRun<'a>> {
+    scenario
+        .flows
+        .iter()
+        .zip(outputs)
+        .map(|(f, (o, e))| flow_run(f, *o, e.clone()))
+        .collect()
+}
+
+/// Runs repetition `rep` of the flows scenario with no files and no output; returns its
+/// summary (a sweep's cell).
+pub fn run_repetition(scenario: &Scenario, rep: u32) -> Result<FlowsSummary> {
+    let opts = FlowsOptions {
+        out_dir: None,
+        json: false,
+        qlog: false,
+    };
+    let (seed, _, _, run) = simulate_rep(scenario, rep, &opts)?;
+    let outputs = outputs_of(&run);
+    let runs = runs_of(scenario, &outputs);
+    Ok(summarize(&scenario.file.name, "sim", rep, seed, &runs))
 }
 
 /// The simulator configuration of flow `f` in repetition `rep` of a run seeded `seed`.
