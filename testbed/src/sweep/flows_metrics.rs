@@ -49,8 +49,11 @@ delivering; slowest/fastest = the smallest flow's goodput over that window divid
 largest's; per-flow Mbit/s = each flow's goodput over that window, f0 first (with \
 flows.rtt_ratio the later half of the flows has the longer RTT).";
 
-/// The text columns a flows sweep's table adds: (header, value of a row).
-pub fn text_columns() -> [(&'static str, fn(&SweepRow) -> String); 2] {
+/// A text column of a sweep's table: its header and its value in a row.
+pub type TextColumn = (&'static str, fn(&SweepRow) -> String);
+
+/// The text columns a flows sweep's table adds.
+pub fn text_columns() -> [TextColumn; 2] {
     [
         ("Jain window s", |r| {
             cell(r)

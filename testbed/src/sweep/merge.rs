@@ -240,7 +240,7 @@ pub struct MetricSet {
     /// What the columns mean.
     pub legend: &'static str,
     /// Text columns after the numeric ones (flows sweeps: the window, per-flow goodput).
-    pub text: Vec<(&'static str, fn(&SweepRow) -> String)>,
+    pub text: Vec<flows_metrics::TextColumn>,
 }
 
 /// The metrics of `rows`: the flows set when any row is a flows cell's.
