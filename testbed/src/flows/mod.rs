@@ -99,7 +99,10 @@ pub fn sim_flows(
             })
             .collect();
         let title = format!("hare-lab sim {}", scenario.file.name);
-        page::write_flows_index(dir, &title, &reps)?;
+        let index = page::write_flows_index(dir, &title, &reps)?;
+        if !opts.json {
+            writeln!(out, "plots and page: {}", index.display())?;
+        }
     }
     Ok(summaries)
 }
