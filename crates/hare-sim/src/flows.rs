@@ -10,9 +10,10 @@
 //! # Order
 //! All flows run on one thread in one event loop: each flow says when its next event is
 //! (a datagram arrival, a timer, a report boundary, or its start), the loop advances to the
-//! earliest and handles every flow due then in flow order. So the shared link sees offers in
-//! time order and, at one instant, in flow order: a run is deterministic for its
-//! configuration (seeds included).
+//! earliest and handles every flow due then. So the shared link sees offers in time order;
+//! flows acting at one instant take turns in an order drawn afresh for every pass from the
+//! shared link's seed (see `drive`), so a run is deterministic for its configuration (seeds
+//! included) and no flow is favoured by its place in the list.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -24,6 +25,7 @@ use crate::error::SimError;
 use crate::output::SimOutput;
 use crate::queue_sample::{QueueSample, QueueSampler};
 use crate::run::{Attempt, Due, End, Runner};
+use crate::tie_order::TieOrder;
 use crate::window::Threads;
 use crate::wire::{SharedLink, Wire};
 
@@ -108,7 +110,8 @@ pub fn simulate_flows_sampled(
         });
     }
     let mut sampler = queue_every.map(|d| (link.clone(), QueueSampler::new(nanos(d))));
-    let end_ns = drive(&mut slots, &mut sampler);
+    let mut ties = TieOrder::new(slots.len(), forward.seed);
+    let end_ns = drive(&mut slots, &mut sampler, &mut ties);
     let queue = sampler.map_or_else(Vec::new, |(_, s)| s.finish());
     let link_forward = *link.lock().unwrap_or_else(|p| p.into_inner()).stats();
     Ok(FlowsOutput {
@@ -168,19 +171,34 @@ impl Slot<'_> {
 }
 
 /// The loop over all flows; returns the virtual time it ended at.
-fn drive(slots: &mut [Slot<'_>], sampler: &mut Option<(SharedLink, QueueSampler)>) -> u64 {
+fn drive(
+    slots: &mut [Slot<'_>],
+    sampler: &mut Option<(SharedLink, QueueSampler)>,
+    ties: &mut TieOrder,
+) -> u64 {
     let mut now = 0;
     // Bounded: each pass handles at least one event of a flow, and every flow ends by its
     // own stall and virtual-time limits.
     loop {
-        let Some(t) = slots.iter_mut().filter_map(|s| s.next(now)).min() else {
+        // A flow stepped at an instant transmits when it is next polled (`Runner::poll`
+        // settles the endpoints: quinn's `poll_transmit`, each datagram offered to the
+        // shared link), so the polling order is the order in which the datagrams of flows
+        // acting at one instant reach the drop-tail queue. Such ties are common: FIFO
+        // jitter bunches deliveries onto one instant, and the ACKs of several flows then
+        // return together. Polled by index, flow 0 took the last free places of a nearly
+        // full queue at every tie and won every run of two equal flows; a fresh random
+        // order per pass gives each flow each place equally often. Stepping takes the same
+        // order, as it too can offer (an endpoint's response) and reads the queue.
+        let order = ties.next_pass();
+        let Some(t) = order.iter().filter_map(|&i| slots[i].next(now)).min() else {
             return now;
         };
         now = now.max(t);
         if let Some((link, s)) = sampler {
             s.until(&mut link.lock().unwrap_or_else(|p| p.into_inner()), now);
         }
-        for slot in slots.iter_mut() {
+        for &i in order {
+            let slot = &mut slots[i];
             let Some(due) = slot.due.filter(|d| d.next <= now) else {
                 continue;
             };

@@ -62,6 +62,7 @@ mod run;
 mod server;
 mod setup;
 mod tap;
+mod tie_order;
 mod virtual_clock;
 mod window;
 mod wire;
