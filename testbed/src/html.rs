@@ -126,6 +126,25 @@ impl Page {
         self
     }
 
+    /// The SVG file `svg` inline with `caption`, or its file name when there is none.
+    pub fn svg_file(
+        &mut self,
+        svg: &std::path::Path,
+        caption: Option<&str>,
+    ) -> anyhow::Result<&mut Self> {
+        use anyhow::Context as _;
+        let text =
+            std::fs::read_to_string(svg).with_context(|| format!("reading {}", svg.display()))?;
+        let caption = caption.map_or_else(
+            || {
+                svg.file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+            },
+            str::to_string,
+        );
+        Ok(self.svg(&text, &caption))
+    }
+
     /// The whole document.
     pub fn finish(&self) -> String {
         format!(

@@ -47,16 +47,7 @@ pub fn write_index(
     for s in sections {
         page.heading(&s.heading);
         for svg in &s.svgs {
-            let text = std::fs::read_to_string(svg)
-                .with_context(|| format!("reading {}", svg.display()))?;
-            let caption = crate::plots::caption(svg).map_or_else(
-                || {
-                    svg.file_name()
-                        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
-                },
-                str::to_string,
-            );
-            page.svg(&text, &caption);
+            page.svg_file(svg, crate::plots::caption(svg))?;
         }
         page.pre(&s.text);
     }

@@ -50,6 +50,18 @@ fn compete(bin_dir: &Path, name: &str) -> serde_json::Value {
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         let summary: Option<serde_json::Value> = serde_json::from_str(stdout.trim()).ok();
         if out.status.success() {
+            // The page of the run: the goodput and cwnd plots, and no queue plot, said so.
+            let page = std::fs::read_to_string(work.join("index.html")).expect("index.html");
+            assert_eq!(page.matches("<figure>").count(), 2, "{name}: two plots");
+            assert!(
+                page.contains("not sampled in this run"),
+                "{name}: queue note"
+            );
+            let png = work.join(format!("{name}.flows-throughput.png"));
+            assert!(
+                std::fs::metadata(&png).is_ok_and(|m| m.len() > 1000),
+                "{name}"
+            );
             let _ = std::fs::remove_dir_all(&work);
             return summary.expect("a JSON summary");
         }

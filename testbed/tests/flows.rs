@@ -168,3 +168,52 @@ fn sim_runs_the_flows_together_and_summarises_them() {
     assert!(err.contains("hare-lab compete"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `hare-lab sim FILE -o DIR` on two flows: the three plots (SVG and PNG, non-empty), an
+/// `index.html` holding each plot and the summary table, one line per flow.
+#[test]
+fn sim_out_writes_the_page_and_plots_of_the_flows() {
+    let d = scratch("page");
+    let file = d.join("two-flows.toml");
+    let two = FLOWS
+        .split("[[flows]]")
+        .next()
+        .expect("head")
+        .replace("6s", "3s")
+        + "[[flows]]\ncontroller = \"reno@linux-6\"\n[[flows]]\ncontroller = \"cubic@linux-6\"\nstart = \"1s\"\n";
+    std::fs::write(&file, two).expect("write scenario");
+    let out = d.join("out");
+    let (ok, _, err) = sim(&[file.as_os_str(), "-o".as_ref(), out.as_os_str()]);
+    assert!(ok, "{err}");
+    let page = std::fs::read_to_string(out.join("index.html")).expect("index.html");
+    for kind in ["flows-throughput", "flows-cwnd", "flows-queue"] {
+        for ext in ["svg", "png"] {
+            let p = out.join(format!("small-flows-r0.{kind}.{ext}"));
+            let len = std::fs::metadata(&p).map_or(0, |m| m.len());
+            assert!(len > 1000, "{} is {len} bytes", p.display());
+        }
+        let svg =
+            std::fs::read_to_string(out.join(format!("small-flows-r0.{kind}.svg"))).expect("svg");
+        let body = &svg[svg.find("<svg").expect("an svg element")..];
+        assert!(page.contains(body.trim_end()), "{kind} is not on the page");
+    }
+    assert_eq!(page.matches("<figure>").count(), 3);
+    // A line per flow in each per-flow chart, in the flows' colours, and no other.
+    for kind in ["flows-throughput", "flows-cwnd"] {
+        let svg =
+            std::fs::read_to_string(out.join(format!("small-flows-r0.{kind}.svg"))).expect("svg");
+        let svg = svg.to_uppercase();
+        for c in ["#C82828", "#2850C8"] {
+            assert!(
+                svg.contains(&format!("STROKE=\"{c}\"")),
+                "{kind}: no line in {c}"
+            );
+        }
+        // The third flow's colour: there is no third flow.
+        assert!(!svg.contains("STROKE=\"#1E963C\""), "{kind}: a third line");
+    }
+    assert!(page.contains("<td class=\"l\">f0</td>"), "summary table");
+    assert!(page.contains("<td class=\"l\">f1</td>"), "summary table");
+    assert!(page.contains("Jain&#39;s index"), "sharing line");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -69,3 +69,56 @@ fn sim_page_renders_its_tables_and_plots_in_chromium() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Two Reno flows for 2 s on the same path.
+const FLOWS: &str = r#"
+name = "render-flows"
+mtu = 1452
+[path]
+rtt = "20ms"
+[path.forward]
+rate = "50m"
+queue_packets = 100
+[windows]
+socket_buffer = "512k"
+[workload]
+duration = "2s"
+[[flows]]
+controller = "reno@linux-6"
+count = 2
+"#;
+
+#[test]
+fn flows_page_renders_its_table_and_three_plots_in_chromium() {
+    let Some(browser) = chromium_or_skip() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("hare-lab-render-flows-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let scenario = dir.join("flows.toml");
+    std::fs::write(&scenario, FLOWS).expect("write scenario");
+    let out_dir = dir.join("out");
+    let out = Command::new(env!("CARGO_BIN_EXE_hare-lab"))
+        .arg("sim")
+        .arg(&scenario)
+        .arg("-o")
+        .arg(&out_dir)
+        .output()
+        .expect("hare-lab runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = out_dir.join("index.html");
+    let dom = dump_dom(&browser, &page, &dir, 1280);
+    assert_eq!(attr(&dom, "data-rendered-tables"), Some(1), "{dom:.2000}");
+    assert_eq!(
+        attr(&dom, "data-rendered-plots"),
+        Some(3),
+        "goodput, cwnd and queue plots laid out: {dom:.2000}"
+    );
+    assert_eq!(attr(&dom, "data-table-overflow-x"), Some(0), "{dom:.2000}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -240,3 +240,87 @@ fn bad_sweeps_are_refused_with_the_reason() {
     assert!(text(&out.stderr).contains("0 <= I < N"));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Two cells of two Reno flows for 3 s on the tiny path: the second flow at the path's RTT,
+/// then at twice it.
+const FLOWS_SWEEP: &str = r#"
+kind = "sweep"
+name = "tiny-flows"
+base = "base.toml"
+[scenario]
+workload = { duration = "3s" }
+[[axis]]
+name = "RTT ratio"
+field = "flows.rtt_ratio"
+values = [1, 2]
+"#;
+
+#[test]
+fn a_flows_sweep_records_jain_and_draws_its_heatmap() {
+    let d = scratch("flows");
+    std::fs::write(d.join("base.toml"), BASE).expect("write base");
+    let file = d.join("flows.toml");
+    std::fs::write(&file, FLOWS_SWEEP).expect("write sweep");
+    let out = d.join("run");
+    let progress = ok(&bin()
+        .args(["sweep", "--jobs", "2", "-o"])
+        .arg(&out)
+        .arg(&file)
+        .output()
+        .expect("hare-lab runs"));
+    assert!(progress.contains("Jain"), "{progress}");
+    let lines = std::fs::read_to_string(out.join("shard-0-of-1.jsonl")).expect("shard file");
+    let rows: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON row"))
+        .collect();
+    assert_eq!(rows.len(), 2);
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r["cell"], i);
+        assert!(r["error"].is_null(), "{r}");
+        let jain = r["flows"]["jain"].as_f64().expect("a Jain index");
+        assert!(jain > 0.0 && jain <= 1.0, "{jain}");
+        assert_eq!(r["flows"]["goodput_mbps"].as_array().map(Vec::len), Some(2));
+    }
+    // Ratio 1: both flows at the path's 10 ms; ratio 2: the second at 20 ms.
+    assert_eq!(rows[0]["flows"]["rtt_ms"], serde_json::json!([10.0, 10.0]));
+    assert_eq!(rows[1]["flows"]["rtt_ms"], serde_json::json!([10.0, 20.0]));
+    let merged = d.join("merged");
+    let table = ok(&merge(&[&out], &merged));
+    assert!(table.contains("Jain (every flow active)"), "{table}");
+    assert!(!table.contains("t90%"), "{table}");
+    let svg = std::fs::read_to_string(merged.join("heatmap-jain.svg")).expect("Jain heatmap");
+    assert!(svg.contains("<svg") && svg.contains("Jain"), "{svg}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A sweep without flows axes writes its rows and table as before flows cells existed: no
+/// `flows` key, the one-flow columns.
+#[test]
+fn a_sweep_without_flows_axes_keeps_its_rows_and_columns() {
+    let d = scratch("noflows");
+    std::fs::write(d.join("base.toml"), BASE).expect("write base");
+    let file = d.join("one.toml");
+    let one = "kind = \"sweep\"\nname = \"one\"\nbase = \"base.toml\"\n[[axis]]\nname = \"seed\"\nfield = \"seed\"\nvalues = [1, 2]\n";
+    std::fs::write(&file, one).expect("write sweep");
+    let out = d.join("run");
+    ok(&bin()
+        .args(["sweep", "-o"])
+        .arg(&out)
+        .arg(&file)
+        .output()
+        .expect("hare-lab runs"));
+    let lines = std::fs::read_to_string(out.join("shard-0-of-1.jsonl")).expect("shard file");
+    assert_eq!(lines.lines().count(), 2);
+    assert!(!lines.contains("\"flows\""), "{lines}");
+    let table = ok(&merge(&[&out], &d.join("merged")));
+    let header = table.lines().nth(1).expect("a header");
+    assert!(
+        header.starts_with("cell  seed  run")
+            && header.contains("t90% s (100 ms bins)  exit cwnd/BDP (x)")
+            && header.trim_end().ends_with("window cap Mbit/s  error"),
+        "{header}"
+    );
+    assert!(!table.contains("Jain"), "{table}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -124,6 +124,55 @@ fn place_label(
         .unwrap_or(boxes[0])
 }
 
+/// The legend's corner: the preferred one (`prefer_upper`: upper right, else lower right)
+/// unless the other one's box (`size`, in pixels, inside the plotting area `x` by `y`) is
+/// crossed by fewer segments of the series (`lines`); returns the corner and its box.
+fn legend_corner(
+    prefer_upper: bool,
+    x: std::ops::Range<i32>,
+    y: std::ops::Range<i32>,
+    size: (i32, i32),
+    lines: &[Vec<(i32, i32)>],
+) -> (SeriesLabelPosition, Rect) {
+    let pad = 10;
+    let x1 = x.end - pad;
+    let upper = Rect {
+        x0: x1 - size.0,
+        y0: y.start + pad,
+        x1,
+        y1: y.start + pad + size.1,
+    };
+    let lower = Rect {
+        x0: x1 - size.0,
+        y0: y.end - pad - size.1,
+        x1,
+        y1: y.end - pad,
+    };
+    let hits = |r: &Rect| {
+        lines
+            .iter()
+            .flat_map(|l| l.windows(2))
+            .filter(|w| r.crossed_by(w[0], w[1]))
+            .count()
+    };
+    let (first, second) = if prefer_upper {
+        (
+            (upper, SeriesLabelPosition::UpperRight),
+            (lower, SeriesLabelPosition::LowerRight),
+        )
+    } else {
+        (
+            (lower, SeriesLabelPosition::LowerRight),
+            (upper, SeriesLabelPosition::UpperRight),
+        )
+    };
+    if hits(&second.0) < hits(&first.0) {
+        (second.1, second.0)
+    } else {
+        (first.1, first.0)
+    }
+}
+
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
     c: &Chart,
@@ -178,8 +227,35 @@ fn draw<DB: DrawingBackend>(
                         .collect()
                 })
                 .collect();
+            // The legend's corner first, so the reference lines' labels keep clear of it.
+            let legend = {
+                let labels: Vec<&str> = c
+                    .series
+                    .iter()
+                    .filter(|s| !s.label.is_empty())
+                    .map(|s| s.label.as_str())
+                    .collect();
+                let style = ("sans-serif", 13).into_font().color(&BLACK);
+                let area = chart.plotting_area().strip_coord_spec();
+                let widest = labels
+                    .iter()
+                    .map(|l| {
+                        area.estimate_text_size(l, &style)
+                            .map_or(200, |s| s.0 as i32)
+                    })
+                    .max()
+                    .unwrap_or(0);
+                let (px, py) = chart.plotting_area().get_pixel_range();
+                legend_corner(
+                    c.y_unit == Unit::Ms,
+                    px,
+                    py,
+                    (widest + 50, 20 * labels.len() as i32 + 12),
+                    &lines_px,
+                )
+            };
             let base = chart.plotting_area().get_base_pixel();
-            let mut taken: Vec<Rect> = Vec::new();
+            let mut taken: Vec<Rect> = if text { vec![legend.1] } else { Vec::new() };
             // Drawn after the series, on top of them.
             let mut hlabels: Vec<(Rect, String)> = Vec::new();
             for (y, label) in &c.hlines {
@@ -270,11 +346,7 @@ fn draw<DB: DrawingBackend>(
                 }
                 chart
                     .configure_series_labels()
-                    .position(if c.y_unit == Unit::Ms {
-                        SeriesLabelPosition::UpperRight
-                    } else {
-                        SeriesLabelPosition::LowerRight
-                    })
+                    .position(legend.0)
                     .background_style(WHITE.mix(0.85))
                     .border_style(BLACK)
                     .draw()
@@ -343,6 +415,28 @@ pub fn write_chart_files(svg: &Path, png: &Path, c: &Chart) -> Result<Vec<PathBu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Lines along the bottom (flows sharing a link far below its capacity): the legend
+    /// leaves the lower right for the upper right; an empty chart keeps the preferred one.
+    #[test]
+    fn the_legend_goes_to_the_emptier_right_corner() {
+        let corner = |lines: &[Vec<(i32, i32)>]| match legend_corner(
+            false,
+            100..900,
+            50..500,
+            (200, 60),
+            lines,
+        )
+        .0
+        {
+            SeriesLabelPosition::UpperRight => "upper",
+            SeriesLabelPosition::LowerRight => "lower",
+            _ => "other",
+        };
+        assert_eq!(corner(&[]), "lower");
+        assert_eq!(corner(&[vec![(100, 470), (500, 460), (900, 470)]]), "upper");
+        assert_eq!(corner(&[vec![(100, 60), (900, 70)]]), "lower");
+    }
 
     #[test]
     fn labels_keep_clear_of_marks_and_each_other() {

@@ -10,9 +10,10 @@
 //! # Order
 //! All flows run on one thread in one event loop: each flow says when its next event is
 //! (a datagram arrival, a timer, a report boundary, or its start), the loop advances to the
-//! earliest and handles every flow due then in flow order. So the shared link sees offers in
-//! time order and, at one instant, in flow order: a run is deterministic for its
-//! configuration (seeds included).
+//! earliest and handles every flow due then. So the shared link sees offers in time order;
+//! flows acting at one instant take turns in an order drawn afresh for every pass from the
+//! shared link's seed (see `drive`), so a run is deterministic for its configuration (seeds
+//! included) and no flow is favoured by its place in the list.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -22,7 +23,9 @@ use hare_link::{Link, LinkConfig, LinkStats};
 use crate::config::SimConfig;
 use crate::error::SimError;
 use crate::output::SimOutput;
+use crate::queue_sample::{QueueSample, QueueSampler};
 use crate::run::{Attempt, Due, End, Runner};
+use crate::tie_order::TieOrder;
 use crate::window::Threads;
 use crate::wire::{SharedLink, Wire};
 
@@ -51,6 +54,9 @@ pub struct FlowsOutput {
     pub wall_seconds: f64,
     /// Virtual seconds from the run start to the last flow's end.
     pub sim_seconds: f64,
+    /// The bottleneck's queue on the grid asked of [`simulate_flows_sampled`] (empty from
+    /// [`simulate_flows`]).
+    pub queue: Vec<QueueSample>,
 }
 
 /// A bad flow list, before anything runs.
@@ -71,6 +77,16 @@ pub fn flow_seed(run_seed: u64, index: u32) -> u64 {
 /// runs. A flow that fails while running (connection lost, stalled) ends alone: the others
 /// go on, and its error is in [`FlowsOutput::flows`].
 pub fn simulate_flows(forward: &LinkConfig, flows: &[Flow]) -> Result<FlowsOutput, SimError> {
+    simulate_flows_sampled(forward, flows, None)
+}
+
+/// [`simulate_flows`], sampling the bottleneck's queue every `queue_every` of virtual time
+/// (from the run's start to the last flow's end) into [`FlowsOutput::queue`].
+pub fn simulate_flows_sampled(
+    forward: &LinkConfig,
+    flows: &[Flow],
+    queue_every: Option<Duration>,
+) -> Result<FlowsOutput, SimError> {
     if flows.is_empty() {
         return Err(setup_error("a shared path needs at least one flow".into()));
     }
@@ -93,7 +109,10 @@ pub fn simulate_flows(forward: &LinkConfig, flows: &[Flow]) -> Result<FlowsOutpu
             out: None,
         });
     }
-    let end_ns = drive(&mut slots);
+    let mut sampler = queue_every.map(|d| (link.clone(), QueueSampler::new(nanos(d))));
+    let mut ties = TieOrder::new(slots.len(), forward.seed);
+    let end_ns = drive(&mut slots, &mut sampler, &mut ties);
+    let queue = sampler.map_or_else(Vec::new, |(_, s)| s.finish());
     let link_forward = *link.lock().unwrap_or_else(|p| p.into_inner()).stats();
     Ok(FlowsOutput {
         flows: slots
@@ -106,6 +125,7 @@ pub fn simulate_flows(forward: &LinkConfig, flows: &[Flow]) -> Result<FlowsOutpu
         link_forward,
         wall_seconds: wall_start.elapsed().as_secs_f64(),
         sim_seconds: end_ns as f64 / 1e9,
+        queue,
     })
 }
 
@@ -151,16 +171,34 @@ impl Slot<'_> {
 }
 
 /// The loop over all flows; returns the virtual time it ended at.
-fn drive(slots: &mut [Slot<'_>]) -> u64 {
+fn drive(
+    slots: &mut [Slot<'_>],
+    sampler: &mut Option<(SharedLink, QueueSampler)>,
+    ties: &mut TieOrder,
+) -> u64 {
     let mut now = 0;
     // Bounded: each pass handles at least one event of a flow, and every flow ends by its
     // own stall and virtual-time limits.
     loop {
-        let Some(t) = slots.iter_mut().filter_map(|s| s.next(now)).min() else {
+        // A flow stepped at an instant transmits when it is next polled (`Runner::poll`
+        // settles the endpoints: quinn's `poll_transmit`, each datagram offered to the
+        // shared link), so the polling order is the order in which the datagrams of flows
+        // acting at one instant reach the drop-tail queue. Such ties are common: FIFO
+        // jitter bunches deliveries onto one instant, and the ACKs of several flows then
+        // return together. Polled by index, flow 0 took the last free places of a nearly
+        // full queue at every tie and won every run of two equal flows; a fresh random
+        // order per pass gives each flow each place equally often. Stepping takes the same
+        // order, as it too can offer (an endpoint's response) and reads the queue.
+        let order = ties.next_pass();
+        let Some(t) = order.iter().filter_map(|&i| slots[i].next(now)).min() else {
             return now;
         };
         now = now.max(t);
-        for slot in slots.iter_mut() {
+        if let Some((link, s)) = sampler {
+            s.until(&mut link.lock().unwrap_or_else(|p| p.into_inner()), now);
+        }
+        for &i in order {
+            let slot = &mut slots[i];
             let Some(due) = slot.due.filter(|d| d.next <= now) else {
                 continue;
             };

@@ -8,7 +8,7 @@
 //! intervals than the larger, CUBIC's fast convergence (which needs the larger flow to lose)
 //! hardly ran, and the late flow converged only after 72.9 s of a 120 s run
 //! (`testbed/scenarios/flows/nojitter-cubic-6.toml`). Reno, BIC and quinn's Cubic converge
-//! without jitter; with it, this pair converges in about 11 s. See docs/FLOWS.md.
+//! without jitter; with it, this pair converges in about 20 s. See docs/FLOWS.md.
 
 mod common;
 

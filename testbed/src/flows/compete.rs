@@ -79,10 +79,11 @@ pub fn compete(opts: &CompeteOptions, out: &mut dyn Write) -> Result<FlowsSummar
         .join(format!("{}-summary.json", scenario.file.name));
     std::fs::write(&path, serde_json::to_string_pretty(&sum)?)
         .with_context(|| format!("writing {}", path.display()))?;
+    let runs = flow_runs(&scenario.flows, &o);
+    write_page(&scenario, opts, &runs, &sum)?;
     if opts.json {
         writeln!(out, "{}", serde_json::to_string(&sum)?)?;
     } else {
-        let runs = flow_runs(&scenario.flows, &o);
         for line in interval_lines(&runs) {
             writeln!(out, "{line}")?;
         }
@@ -90,6 +91,33 @@ pub fn compete(opts: &CompeteOptions, out: &mut dyn Write) -> Result<FlowsSummar
         writeln!(out, "{}", o.emulator.line())?;
     }
     Ok(sum)
+}
+
+/// The three plots (the queue's not sampled by the emulator: the page says so) and
+/// `index.html` into the output directory.
+fn write_page(
+    scenario: &Scenario,
+    opts: &CompeteOptions,
+    runs: &[FlowRun<'_>],
+    sum: &FlowsSummary,
+) -> Result<()> {
+    let (files, notes) = super::plots::write_flow_plots(
+        &opts.out_dir.join(&scenario.file.name),
+        &format!("{} (emulator)", scenario.file.name),
+        runs,
+        scenario.path.rtt().0 as f64 / 1e6,
+        scenario.payload_capacity_mbps(),
+        None,
+    )?;
+    let rep = super::page::RepSection {
+        heading: format!("{} through the emulator", scenario.file.name),
+        summary: sum,
+        files,
+        notes,
+    };
+    let title = format!("hare-lab compete {}", scenario.file.name);
+    super::page::write_flows_index(&opts.out_dir, &title, &[rep])?;
+    Ok(())
 }
 
 /// Flow `f` as the emulator runs it.

@@ -7,6 +7,8 @@
 
 pub mod bench;
 pub mod compete;
+pub mod page;
+pub mod plots;
 pub mod summary;
 
 use std::io::Write;
@@ -14,19 +16,26 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use hare_sim::{flow_seed, simulate_flows, Flow, SimConfig, SimOutput, Workload};
+use hare_link::LinkConfig;
+use hare_sim::{
+    flow_seed, simulate_flows_sampled, Flow, FlowsOutput, SimConfig, SimOutput, Workload,
+};
 
 use crate::runner::Job;
 use crate::scenario::flows::{FlowController, FlowWorkload, ResolvedFlow};
 use crate::scenario::{RunPlan, Scenario};
 use summary::{interval_lines, summarize, text, FlowRun, FlowsSummary};
 
+/// How often the plots sample the bottleneck queue, in virtual time.
+const QUEUE_EVERY: Duration = Duration::from_millis(10);
+
 /// Longest a flow with a byte count may take beyond its start.
 const BYTES_TIME_LIMIT: Duration = Duration::from_secs(600);
 
 /// Where and what `hare-lab sim` writes for a flows scenario.
 pub struct FlowsOptions<'a> {
-    /// Directory for per-flow reports, qlog and the summaries (none: no files).
+    /// Directory for per-flow reports, qlog, the summaries, the plots and `index.html`
+    /// (none: no files).
     pub out_dir: Option<&'a Path>,
     /// One JSON summary per run instead of text.
     pub json: bool,
@@ -42,33 +51,30 @@ pub fn sim_flows(
     out: &mut dyn Write,
 ) -> Result<Vec<FlowsSummary>> {
     let mut summaries = Vec::new();
+    let mut drawn = Vec::new();
     for rep in 0..scenario.file.repetitions {
-        let seed = scenario.file.seed.wrapping_add(u64::from(rep));
-        let flows = scenario
-            .flows
-            .iter()
-            .map(|f| flow_config(scenario, f, rep, seed, opts))
-            .collect::<Result<Vec<Flow>>>()?;
-        let forward = scenario.path_for_seed(seed).forward;
-        let run = simulate_flows(&forward, &flows)
-            .with_context(|| format!("{}: repetition {rep}", scenario.source))?;
-        let outputs: Vec<(Option<&SimOutput>, Option<String>)> = run
-            .flows
-            .iter()
-            .map(|r| match r {
-                Ok(o) => (Some(o), None),
-                Err(e) => (e.partial(), Some(e.to_string())),
-            })
-            .collect();
-        let runs: Vec<FlowRun<'_>> = scenario
-            .flows
-            .iter()
-            .zip(&outputs)
-            .map(|(f, (o, e))| flow_run(f, *o, e.clone()))
-            .collect();
+        let (seed, flows, forward, run) = simulate_rep(scenario, rep, opts)?;
+        let outputs = outputs_of(&run);
+        let runs = runs_of(scenario, &outputs);
         let sum = summarize(&scenario.file.name, "sim", rep, seed, &runs);
         if let Some(dir) = opts.out_dir {
             write_files(dir, &flows, &outputs, &sum)?;
+            let queue = plots::QueueData {
+                samples: &run.queue,
+                packets: forward.queue_packets.is_some(),
+                limit: forward
+                    .queue_packets
+                    .map(|p| p as f64)
+                    .or(forward.queue_bytes.map(|b| b.0 as f64)),
+            };
+            drawn.push(plots::write_flow_plots(
+                &dir.join(format!("{}-r{rep}", scenario.file.name)),
+                &format!("{} (seed {seed})", scenario.file.name),
+                &runs,
+                scenario.path.rtt().0 as f64 / 1e6,
+                scenario.payload_capacity_mbps(),
+                Some(&queue),
+            )?);
         }
         if opts.json {
             writeln!(out, "{}", serde_json::to_string(&sum)?)?;
@@ -81,7 +87,82 @@ pub fn sim_flows(
         }
         summaries.push(sum);
     }
+    if let Some(dir) = opts.out_dir {
+        let reps: Vec<page::RepSection<'_>> = summaries
+            .iter()
+            .zip(drawn)
+            .map(|(sum, (files, notes))| page::RepSection {
+                heading: format!("repetition {} (seed {})", sum.repetition, sum.seed),
+                summary: sum,
+                files,
+                notes,
+            })
+            .collect();
+        let title = format!("hare-lab sim {}", scenario.file.name);
+        let index = page::write_flows_index(dir, &title, &reps)?;
+        if !opts.json {
+            writeln!(out, "plots and page: {}", index.display())?;
+        }
+    }
     Ok(summaries)
+}
+
+/// Runs repetition `rep` of the flows scenario: its seed, flows, bottleneck and output
+/// (the queue sampled when `opts` asks for files).
+fn simulate_rep(
+    scenario: &Scenario,
+    rep: u32,
+    opts: &FlowsOptions<'_>,
+) -> Result<(u64, Vec<Flow>, LinkConfig, FlowsOutput)> {
+    let seed = scenario.file.seed.wrapping_add(u64::from(rep));
+    let flows = scenario
+        .flows
+        .iter()
+        .map(|f| flow_config(scenario, f, rep, seed, opts))
+        .collect::<Result<Vec<Flow>>>()?;
+    let forward = scenario.path_for_seed(seed).forward;
+    let sample = opts.out_dir.map(|_| QUEUE_EVERY);
+    let run = simulate_flows_sampled(&forward, &flows, sample)
+        .with_context(|| format!("{}: repetition {rep}", scenario.source))?;
+    Ok((seed, flows, forward, run))
+}
+
+/// Each flow's output (its partial one when it failed) and error.
+fn outputs_of(run: &FlowsOutput) -> Vec<(Option<&SimOutput>, Option<String>)> {
+    run.flows
+        .iter()
+        .map(|r| match r {
+            Ok(o) => (Some(o), None),
+            Err(e) => (e.partial(), Some(e.to_string())),
+        })
+        .collect()
+}
+
+/// What the summary and the plots read of each flow.
+fn runs_of<'a>(
+    scenario: &'a Scenario,
+    outputs: &'a [(Option<&'a SimOutput>, Option<String>)],
+) -> Vec<FlowRun<'a>> {
+    scenario
+        .flows
+        .iter()
+        .zip(outputs)
+        .map(|(f, (o, e))| flow_run(f, *o, e.clone()))
+        .collect()
+}
+
+/// Runs repetition `rep` of the flows scenario with no files and no output; returns its
+/// summary (a sweep's cell).
+pub fn run_repetition(scenario: &Scenario, rep: u32) -> Result<FlowsSummary> {
+    let opts = FlowsOptions {
+        out_dir: None,
+        json: false,
+        qlog: false,
+    };
+    let (seed, _, _, run) = simulate_rep(scenario, rep, &opts)?;
+    let outputs = outputs_of(&run);
+    let runs = runs_of(scenario, &outputs);
+    Ok(summarize(&scenario.file.name, "sim", rep, seed, &runs))
 }
 
 /// The simulator configuration of flow `f` in repetition `rep` of a run seeded `seed`.

@@ -11,6 +11,14 @@ use serde::Serialize;
 
 use crate::scenario::flows::ResolvedFlow;
 
+/// What the summary's columns mean (under the text table and on the page).
+pub const SUMMARY_LEGEND: &str = "goodput = payload Mbit/s over the flow's whole transfer; \
+the Jain window = the whole run seconds in which every flow was delivering (from the last \
+flow's start, rounded up, to the first flow's end, rounded down); retransmits = packets \
+declared lost; slow-start exit = seconds after the flow's first data, cwnd in segments, \
+reason; converged after = seconds from the flow's start until its 1 s goodput stayed within \
+20% of the fair share for 5 s (- for the first flows and when it never did).";
+
 /// One flow's run, as the summary reads it.
 pub struct FlowRun<'a> {
     /// The flow.

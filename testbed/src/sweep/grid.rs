@@ -30,7 +30,9 @@
 //! Fields are dotted paths into the scenario file (`path.forward.queue_packets`, `seed`,
 //! `windows.stream`, `ack.max_ack_delay`, ...), plus `controller` (the cell's one controller)
 //! and `controller.<key>` (a hare-cc `,key=value` override appended to every controller,
-//! after all other fields are set).
+//! after all other fields are set), and the flows axes `flows.count` and `flows.rtt_ratio`
+//! (the cell's one controller becomes that many `[[flows]]` sharing the bottleneck,
+//! [`super::flows_axes`]).
 
 use crate::scenario::{Scenario, ScenarioError};
 use crate::thread_data::ThreadData;
@@ -209,8 +211,12 @@ fn set_field(table: &mut toml::Table, field: &str, value: toml::Value) -> Result
 fn cell_table(base: &toml::Table, values: &[&AxisValue]) -> Result<toml::Table> {
     let mut t = base.clone();
     let mut overrides = Vec::new();
+    let mut flows = super::flows_axes::FlowsAxes::default();
     for v in values {
         for (field, value) in &v.set {
+            if flows.take(field, value)? {
+                continue;
+            }
             if field == "controller" {
                 t.insert(
                     "controllers".into(),
@@ -232,6 +238,7 @@ fn cell_table(base: &toml::Table, values: &[&AxisValue]) -> Result<toml::Table> 
             *c = toml::Value::String(spec);
         }
     }
+    flows.apply(&mut t)?;
     Ok(t)
 }
 

@@ -1,5 +1,6 @@
 //! `hare-lab sweep merge`: shards into one table, CSV and heatmaps.
 
+use super::flows_metrics;
 use super::run::SweepRow;
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -228,8 +229,53 @@ says which way is better; a dashed outline marks a cell capped by its window.";
 /// How many metrics get a heatmap.
 pub const HEATMAP_METRICS: usize = 4;
 
+/// The metrics of a merged sweep: its columns, how many of the first get a heatmap, and
+/// what the columns mean. A sweep of flows cells has its own (Jain's index first); any
+/// other keeps the one-flow columns.
+pub struct MetricSet {
+    /// The table's numeric columns, in order.
+    pub all: &'static [Metric],
+    /// How many of the first get a heatmap.
+    pub heatmaps: usize,
+    /// What the columns mean.
+    pub legend: &'static str,
+    /// Text columns after the numeric ones (flows sweeps: the window, per-flow goodput).
+    pub text: Vec<flows_metrics::TextColumn>,
+}
+
+/// The metrics of `rows`: the flows set when any row is a flows cell's.
+pub fn metric_set(rows: &[SweepRow]) -> MetricSet {
+    if rows.iter().any(|r| r.flows.is_some()) {
+        MetricSet {
+            all: &flows_metrics::FLOWS_METRICS,
+            heatmaps: flows_metrics::FLOWS_HEATMAP_METRICS,
+            legend: flows_metrics::FLOWS_TABLE_LEGEND,
+            text: flows_metrics::text_columns().to_vec(),
+        }
+    } else {
+        MetricSet {
+            all: &METRICS,
+            heatmaps: HEATMAP_METRICS,
+            legend: TABLE_LEGEND,
+            text: Vec::new(),
+        }
+    }
+}
+
 /// A run's figures for its progress line, named as the table's columns name them.
 pub fn progress_figures(r: &SweepRow) -> String {
+    if r.flows.is_some() {
+        let [jain, ..] = &flows_metrics::FLOWS_METRICS;
+        let [window, per_flow] = flows_metrics::text_columns();
+        return format!(
+            "{} {} over {} s, {} {}",
+            jain.name,
+            fmt_value((jain.get)(r), jain.decimals),
+            (window.1)(r),
+            per_flow.0,
+            (per_flow.1)(r)
+        );
+    }
     let avg = &METRICS[3];
     let exit = &METRICS[5];
     let mut s = format!(
@@ -253,18 +299,21 @@ fn fmt_value(v: Option<f64>, decimals: usize) -> String {
 
 /// The table as rows of cells (header first): cell, axes, run, metrics, error.
 pub fn table_cells(m: &Merged) -> Vec<Vec<String>> {
+    let set = metric_set(&m.rows);
     let mut out = Vec::new();
     let mut header = vec!["cell".to_string()];
     header.extend(m.axes.iter().cloned());
     header.push("run".into());
-    header.extend(METRICS.iter().map(|x| x.name.to_string()));
+    header.extend(set.all.iter().map(|x| x.name.to_string()));
+    header.extend(set.text.iter().map(|t| t.0.to_string()));
     header.push("error".into());
     out.push(header);
     for r in &m.rows {
         let mut line = vec![r.cell.to_string()];
         line.extend(r.key.iter().map(|k| k.value.clone()));
         line.push(r.run.clone());
-        line.extend(METRICS.iter().map(|x| fmt_value((x.get)(r), x.decimals)));
+        line.extend(set.all.iter().map(|x| fmt_value((x.get)(r), x.decimals)));
+        line.extend(set.text.iter().map(|t| (t.1)(r)));
         line.push(r.error.clone().unwrap_or_default());
         out.push(line);
     }
@@ -311,7 +360,7 @@ pub fn table_text(m: &Merged) -> String {
             s.push('\n');
         }
     }
-    s.push_str(TABLE_LEGEND);
+    s.push_str(metric_set(&m.rows).legend);
     s.push('\n');
     s
 }

@@ -2,11 +2,15 @@
 //! ([`run`]), and merged from any number of shard directories into one table and heatmaps
 //! ([`merge`]). `docs/SWEEPS.md` shows how batch systems spread the shards.
 
+mod flows_axes;
+mod flows_metrics;
+mod flows_run;
 pub mod grid;
 mod heatmap_svg;
 pub mod merge;
 pub mod run;
 
+pub use flows_run::FlowsCell;
 pub use grid::{Shard, Sweep};
 pub use merge::{merge_dirs, Merged};
 pub use run::{run_sweep, shard_file, SweepOptions, SweepRow};
@@ -66,7 +70,8 @@ pub fn merge_command(
     ));
     page.heading("Heatmaps");
     page.para(merge::HEATMAP_LEGEND);
-    for metric in &merge::METRICS[..merge::HEATMAP_METRICS] {
+    let set = merge::metric_set(&m.rows);
+    for metric in &set.all[..set.heatmaps] {
         let svg = heatmap_svg(&merge::heatmap(&m, metric));
         files.push(write(
             &out_dir.join(format!("heatmap-{}.svg", metric.stem)),
@@ -77,7 +82,7 @@ pub fn merge_command(
     page.heading("Table");
     let left: Vec<usize> = (1..=m.axes.len() + 1).collect();
     page.table(&merge::table_cells(&m), &left);
-    page.para(merge::TABLE_LEGEND);
+    page.para(set.legend);
     files.push(write(&out_dir.join("index.html"), &page.finish())?);
     writeln!(out, "wrote {} files to {}", files.len(), out_dir.display())?;
     Ok((m, files))

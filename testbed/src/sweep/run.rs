@@ -1,5 +1,6 @@
 //! Running a sweep (or one shard of it) and writing its JSON lines.
 
+use super::flows_run::{run_flows_cells, FlowsCell, FlowsWork};
 use super::grid::{KeyPart, Shard, Sweep};
 use crate::replay_record::ReplayRecord;
 use crate::report_out::record_of;
@@ -42,6 +43,10 @@ pub struct SweepRow {
     pub record: Option<ReplayRecord>,
     /// Why the run failed, when it did.
     pub error: Option<String>,
+    /// A flows cell's sharing figures (absent in the rows of one-flow cells, which are
+    /// written exactly as before flows cells existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<FlowsCell>,
 }
 
 /// Options of `hare-lab sweep FILE`.
@@ -108,6 +113,7 @@ fn row_of(sweep: &Sweep, cell: usize, res: &JobResult, threads: &ThreadData) -> 
         losses_in_slow_start: losses_in_slow_start(res, rec.exit_t_s),
         record: Some(rec),
         error: None,
+        flows: None,
     }
 }
 
@@ -124,11 +130,16 @@ pub fn run_sweep(opts: &SweepOptions, out: &mut dyn Write) -> Result<(Vec<SweepR
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut jobs = Vec::new();
     let mut job_cell = Vec::new();
+    let mut flows_work: Vec<FlowsWork> = Vec::new();
     for cell in sweep
         .shard_cells(opts.shard)
         .into_iter()
         .filter_map(|i| sweep.cells.get(i))
     {
+        if !cell.scenario.flows.is_empty() {
+            flows_work.extend((0..cell.scenario.file.repetitions).map(|r| (cell.index, r)));
+            continue;
+        }
         for job in Job::all_of(&cell.scenario, false) {
             job_cell.push(cell.index);
             jobs.push(job);
@@ -141,8 +152,12 @@ pub fn run_sweep(opts: &SweepOptions, out: &mut dyn Write) -> Result<(Vec<SweepR
         sweep.cells.len(),
         opts.shard.index,
         opts.shard.count,
-        job_cell.iter().collect::<std::collections::BTreeSet<_>>().len(),
-        jobs.len(),
+        job_cell
+            .iter()
+            .chain(flows_work.iter().map(|w| &w.0))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        jobs.len() + flows_work.len(),
         opts.jobs,
         dir.display()
     )?;
@@ -171,37 +186,49 @@ pub fn run_sweep(opts: &SweepOptions, out: &mut dyn Write) -> Result<(Vec<SweepR
                 losses_in_slow_start: None,
                 record: None,
                 error: Some(format!("{e:#}")),
+                flows: None,
             },
         };
         k += 1;
-        let key: Vec<String> = row
-            .key
-            .iter()
-            .map(|p| format!("{}={}", p.axis, p.value))
-            .collect();
-        match (&row.record, &row.error) {
-            (Some(_), _) => writeln!(
-                out,
-                "cell {:>4} {}: {}",
-                row.cell,
-                key.join(" "),
-                super::merge::progress_figures(&row)
-            )?,
-            (None, e) => writeln!(
-                out,
-                "cell {:>4} {}: FAILED: {}",
-                row.cell,
-                key.join(" "),
-                e.as_deref().unwrap_or("unknown error")
-            )?,
-        }
-        serde_json::to_writer(&mut w, &row)?;
-        w.write_all(b"\n")?;
-        w.flush()
-            .with_context(|| format!("writing {}", path.display()))?;
+        emit(out, &mut w, &path, &row)?;
+        rows.push(row);
+        Ok(())
+    })?;
+    run_flows_cells(&sweep, &flows_work, opts.jobs, &mut |row| {
+        emit(out, &mut w, &path, &row)?;
         rows.push(row);
         Ok(())
     })?;
     writeln!(out, "wrote {}", path.display())?;
     Ok((rows, dir))
+}
+
+/// Prints a row's progress line to `out` and writes it as one JSON line to `w` (`path`).
+fn emit(out: &mut dyn Write, w: &mut impl Write, path: &Path, row: &SweepRow) -> Result<()> {
+    let key: Vec<String> = row
+        .key
+        .iter()
+        .map(|p| format!("{}={}", p.axis, p.value))
+        .collect();
+    match (&row.record, &row.flows, &row.error) {
+        (None, None, e) => writeln!(
+            out,
+            "cell {:>4} {}: FAILED: {}",
+            row.cell,
+            key.join(" "),
+            e.as_deref().unwrap_or("unknown error")
+        )?,
+        _ => writeln!(
+            out,
+            "cell {:>4} {}: {}",
+            row.cell,
+            key.join(" "),
+            super::merge::progress_figures(row)
+        )?,
+    }
+    serde_json::to_writer(&mut *w, row)?;
+    w.write_all(b"\n")?;
+    w.flush()
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
 }
