@@ -33,7 +33,7 @@ use crate::slow_start::delay::delay_to_us;
 use crate::slow_start::hystart::HyStart;
 use crate::slow_start::hystart_pp::HyStartPp;
 use crate::slow_start::{hystart_ack_delay_us, SlowStart};
-use crate::tcp_sock::{CaState, TcpSock, TCP_INFINITE_SSTHRESH};
+use crate::tcp_sock::{CaState, SockGrowth, TcpSock, TCP_INFINITE_SSTHRESH};
 
 pub use crate::events::TRACE_TARGET;
 
@@ -202,7 +202,19 @@ impl CongestionOps for CcModule {
     }
     #[inline(always)]
     fn cong_avoid(&mut self, ctx: &mut OpsCtx<'_>, args: &CongAvoidArgs) {
-        each_module!(self, m => m.cong_avoid(ctx, args))
+        // BIC's and Reno's hooks are not inlined here: they get copies (`OpsCtx::apart`),
+        // so that CUBIC's inlined path keeps its context and arguments in registers.
+        match self {
+            CcModule::Cubic(m) => m.cong_avoid(ctx, args),
+            CcModule::Bic(m) => {
+                let args = *args;
+                ctx.apart(|c| m.cong_avoid(c, &args))
+            }
+            CcModule::Reno(m) => {
+                let args = *args;
+                ctx.apart(|c| m.cong_avoid(c, &args))
+            }
+        }
     }
     #[inline]
     fn set_state(&mut self, ctx: &mut OpsCtx<'_>, new_state: CaState) {
@@ -214,7 +226,18 @@ impl CongestionOps for CcModule {
     }
     #[inline(always)]
     fn pkts_acked(&mut self, ctx: &mut OpsCtx<'_>, sample: &AckSample) {
-        each_module!(self, m => m.pkts_acked(ctx, sample))
+        // As `cong_avoid`.
+        match self {
+            CcModule::Cubic(m) => m.pkts_acked(ctx, sample),
+            CcModule::Bic(m) => {
+                let sample = *sample;
+                ctx.apart(|c| m.pkts_acked(c, &sample))
+            }
+            CcModule::Reno(m) => {
+                let sample = *sample;
+                ctx.apart(|c| m.pkts_acked(c, &sample))
+            }
+        }
     }
     #[inline]
     fn undo_cwnd(&self, tp: &TcpSock, profile: &Profile) -> u32 {
@@ -283,7 +306,11 @@ pub(crate) struct BeforeGrowth {
     pub(crate) ack: AckEvent,
     pub(crate) now_j: u32,
     pub(crate) prior_in_flight: u32,
-    pub(crate) tp: TcpSock,
+    /// What the rest of the ACK can write in the socket.
+    pub(crate) tp: SockGrowth,
+    /// The whole socket, to check [`SockGrowth`] against (debug builds).
+    #[cfg(debug_assertions)]
+    pub(crate) whole_tp: TcpSock,
     /// What the growth step can write in the module.
     pub(crate) module: ModuleGrowth,
     /// The whole module, to check [`ModuleGrowth`] against (debug builds).
@@ -309,7 +336,7 @@ pub(crate) struct PendingGrowth {
 impl PendingGrowth {
     /// No ACK pending; `tp` and `module` only fill the slot.
     pub(crate) fn new(tp: TcpSock, module: CcModule) -> Self {
-        // Only the debug builds' check keeps a whole module.
+        // Only the debug builds' check keeps a whole socket and module.
         #[cfg(not(debug_assertions))]
         let _ = module;
         PendingGrowth {
@@ -318,7 +345,9 @@ impl PendingGrowth {
                 ack: AckEvent::default(),
                 now_j: 0,
                 prior_in_flight: 0,
-                tp,
+                tp: tp.growth(),
+                #[cfg(debug_assertions)]
+                whole_tp: tp,
                 module: ModuleGrowth::new(),
                 #[cfg(debug_assertions)]
                 whole_module: module,
@@ -525,15 +554,16 @@ impl KernelCc {
     /// Report what a hook decided (see [`KernelCc::hook_parts`]).
     #[inline(always)]
     pub(crate) fn hook_done(&mut self, out: &HookOut) {
-        // By reference: a copy of `out` (written field by field by the hook) would be read
-        // back with wide loads that cannot be forwarded from those narrow stores.
+        // The out-of-line report gets a copy, made only when there is something to report:
+        // handing it `out` itself would take its address, and `out` would then be written
+        // to memory (and read back) on every hook call instead of living in registers.
         if !out.is_empty() {
-            self.absorb(out);
+            self.absorb(*out);
         }
     }
 
     #[cold]
-    fn absorb(&mut self, out: &HookOut) {
+    fn absorb(&mut self, out: HookOut) {
         self.guards = self.guards.saturating_add(out.guards);
         if let Some(change) = out.css {
             self.events.push(change.event());
