@@ -202,18 +202,12 @@ impl CongestionOps for CcModule {
     }
     #[inline(always)]
     fn cong_avoid(&mut self, ctx: &mut OpsCtx<'_>, args: &CongAvoidArgs) {
-        // BIC's and Reno's hooks are not inlined here: they get copies (`OpsCtx::apart`),
+        // BIC's and Reno's hooks are not inlined here: they get copies (`OpsCtx::reborrow`),
         // so that CUBIC's inlined path keeps its context and arguments in registers.
         match self {
             CcModule::Cubic(m) => m.cong_avoid(ctx, args),
-            CcModule::Bic(m) => {
-                let args = *args;
-                ctx.apart(|c| m.cong_avoid(c, &args))
-            }
-            CcModule::Reno(m) => {
-                let args = *args;
-                ctx.apart(|c| m.cong_avoid(c, &args))
-            }
+            CcModule::Bic(m) => m.cong_avoid(&mut ctx.reborrow(), &{ *args }),
+            CcModule::Reno(m) => m.cong_avoid(&mut ctx.reborrow(), &{ *args }),
         }
     }
     #[inline]
@@ -229,14 +223,8 @@ impl CongestionOps for CcModule {
         // As `cong_avoid`.
         match self {
             CcModule::Cubic(m) => m.pkts_acked(ctx, sample),
-            CcModule::Bic(m) => {
-                let sample = *sample;
-                ctx.apart(|c| m.pkts_acked(c, &sample))
-            }
-            CcModule::Reno(m) => {
-                let sample = *sample;
-                ctx.apart(|c| m.pkts_acked(c, &sample))
-            }
+            CcModule::Bic(m) => m.pkts_acked(&mut ctx.reborrow(), &{ *sample }),
+            CcModule::Reno(m) => m.pkts_acked(&mut ctx.reborrow(), &{ *sample }),
         }
     }
     #[inline]
@@ -554,16 +542,15 @@ impl KernelCc {
     /// Report what a hook decided (see [`KernelCc::hook_parts`]).
     #[inline(always)]
     pub(crate) fn hook_done(&mut self, out: &HookOut) {
-        // The out-of-line report gets a copy, made only when there is something to report:
-        // handing it `out` itself would take its address, and `out` would then be written
-        // to memory (and read back) on every hook call instead of living in registers.
+        // By reference: a copy of `out` (written field by field by the hook) would be read
+        // back with wide loads that cannot be forwarded from those narrow stores.
         if !out.is_empty() {
-            self.absorb(*out);
+            self.absorb(out);
         }
     }
 
     #[cold]
-    fn absorb(&mut self, out: HookOut) {
+    fn absorb(&mut self, out: &HookOut) {
         self.guards = self.guards.saturating_add(out.guards);
         if let Some(change) = out.css {
             self.events.push(change.event());

@@ -30,27 +30,21 @@ pub struct OpsCtx<'a> {
 }
 
 impl OpsCtx<'_> {
-    /// Run `f`, a call that is not inlined (on a rare path: a slow-start step, HyStart's
-    /// update, BIC's and Reno's hooks), on a copy of this context with its own [`HookOut`],
-    /// merged into this one's after it. Handing this context itself to such a call would take
-    /// its address and its report's: both would then be written to memory on every hook
-    /// call, where now the copies are written only when the call is made.
+    /// The same context, for a call that is not inlined (on a rare path: a slow-start step,
+    /// HyStart's update, BIC's and Reno's hooks). Passing the caller's own context there
+    /// would take its address, so its seven fields would be written to memory on every hook
+    /// call; a copy made at the call is written only when the call is made.
     #[inline(always)]
-    pub(crate) fn apart<R>(&mut self, f: impl FnOnce(&mut OpsCtx<'_>) -> R) -> R {
-        let mut out = HookOut::default();
-        let r = f(&mut OpsCtx {
+    pub(crate) fn reborrow(&mut self) -> OpsCtx<'_> {
+        OpsCtx {
             tp: &mut *self.tp,
             profile: self.profile,
             clock: self.clock,
             paced: self.paced,
             now_us: self.now_us,
             now_j: self.now_j,
-            out: &mut out,
-        });
-        if !out.is_empty() {
-            self.out.merge(&out);
+            out: &mut *self.out,
         }
-        r
     }
 }
 
@@ -106,18 +100,6 @@ impl HookOut {
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.exit.is_none() && self.css.is_none() && self.guards == 0
-    }
-
-    /// Add what a later part of the same hook call decided (hooks only set `exit` and
-    /// `css` and add to `guards`, so this is the report that part would have made here).
-    fn merge(&mut self, later: &HookOut) {
-        if later.exit.is_some() {
-            self.exit = later.exit;
-        }
-        if later.css.is_some() {
-            self.css = later.css;
-        }
-        self.guards = self.guards.saturating_add(later.guards);
     }
 }
 
