@@ -260,7 +260,7 @@ impl CongestionOps for Cubic {
         if ctx.tp.in_slow_start(ctx.profile.ss_compare) {
             // 4.x+: `acked = tcp_slow_start(tp, acked); if (!acked) return;`; the older
             // forms use the whole ACK.
-            acked = self.ss.slow_start(ctx, acked);
+            acked = self.ss.slow_start(&mut ctx.reborrow(), acked);
             if acked == 0 {
                 return;
             }
@@ -412,7 +412,9 @@ impl Cubic {
         {
             return;
         }
-        self.update_cnt(u);
+        // A copy for the call (as `OpsCtx::reborrow`): the caller's `u` keeps no address.
+        let u = *u;
+        self.update_cnt(&u);
     }
 
     /// `bictcp_update()` past its first gate: the cube, the TCP-friendly region, the

@@ -65,15 +65,19 @@ impl KernelCc {
         b.ack = *ack;
         b.now_j = now_j;
         b.prior_in_flight = prior_in_flight;
-        b.tp = self.tp;
+        b.tp = self.tp.growth();
         let in_slow_start = self.tp.in_slow_start(self.profile.ss_compare);
         self.module.save_growth(&mut b.module, in_slow_start);
         #[cfg(debug_assertions)]
         {
+            b.whole_tp = self.tp;
             b.whole_module = self.module;
         }
         b.ss_exited = self.ss_exited;
-        b.exit = (self.exit_reason, self.exit_cwnd, self.exit_t_us);
+        if !self.ss_exited {
+            // Only `record_exit()` writes the exit record, and only before the exit.
+            b.exit = (self.exit_reason, self.exit_cwnd, self.exit_t_us);
+        }
         b.guards = self.guards;
         b.events = self.events.len();
         self.ack_after_pkts_acked(ack, ack.loss, now_j, prior_in_flight);
@@ -93,15 +97,23 @@ impl KernelCc {
             self.loss_reaction(now_us, loss);
             return;
         }
-        self.tp = b.tp;
+        self.tp.set_growth(b.tp);
         self.module.restore_growth(&b.module);
         #[cfg(debug_assertions)]
-        debug_assert_eq!(
-            self.module, b.whole_module,
-            "the growth step wrote module state its save does not hold"
-        );
+        {
+            debug_assert_eq!(
+                self.tp, b.whole_tp,
+                "the rest of the ACK wrote socket state its save does not hold"
+            );
+            debug_assert_eq!(
+                self.module, b.whole_module,
+                "the growth step wrote module state its save does not hold"
+            );
+        }
+        if !b.ss_exited {
+            (self.exit_reason, self.exit_cwnd, self.exit_t_us) = b.exit;
+        }
         self.ss_exited = b.ss_exited;
-        (self.exit_reason, self.exit_cwnd, self.exit_t_us) = b.exit;
         self.guards = b.guards;
         self.events.truncate(b.events);
         let mut ack = b.ack;

@@ -33,7 +33,7 @@ use crate::slow_start::delay::delay_to_us;
 use crate::slow_start::hystart::HyStart;
 use crate::slow_start::hystart_pp::HyStartPp;
 use crate::slow_start::{hystart_ack_delay_us, SlowStart};
-use crate::tcp_sock::{CaState, TcpSock, TCP_INFINITE_SSTHRESH};
+use crate::tcp_sock::{CaState, SockGrowth, TcpSock, TCP_INFINITE_SSTHRESH};
 
 pub use crate::events::TRACE_TARGET;
 
@@ -202,7 +202,13 @@ impl CongestionOps for CcModule {
     }
     #[inline(always)]
     fn cong_avoid(&mut self, ctx: &mut OpsCtx<'_>, args: &CongAvoidArgs) {
-        each_module!(self, m => m.cong_avoid(ctx, args))
+        // BIC's and Reno's hooks are not inlined here: they get copies (`OpsCtx::reborrow`),
+        // so that CUBIC's inlined path keeps its context and arguments in registers.
+        match self {
+            CcModule::Cubic(m) => m.cong_avoid(ctx, args),
+            CcModule::Bic(m) => m.cong_avoid(&mut ctx.reborrow(), &{ *args }),
+            CcModule::Reno(m) => m.cong_avoid(&mut ctx.reborrow(), &{ *args }),
+        }
     }
     #[inline]
     fn set_state(&mut self, ctx: &mut OpsCtx<'_>, new_state: CaState) {
@@ -214,7 +220,12 @@ impl CongestionOps for CcModule {
     }
     #[inline(always)]
     fn pkts_acked(&mut self, ctx: &mut OpsCtx<'_>, sample: &AckSample) {
-        each_module!(self, m => m.pkts_acked(ctx, sample))
+        // As `cong_avoid`.
+        match self {
+            CcModule::Cubic(m) => m.pkts_acked(ctx, sample),
+            CcModule::Bic(m) => m.pkts_acked(&mut ctx.reborrow(), &{ *sample }),
+            CcModule::Reno(m) => m.pkts_acked(&mut ctx.reborrow(), &{ *sample }),
+        }
     }
     #[inline]
     fn undo_cwnd(&self, tp: &TcpSock, profile: &Profile) -> u32 {
@@ -283,7 +294,11 @@ pub(crate) struct BeforeGrowth {
     pub(crate) ack: AckEvent,
     pub(crate) now_j: u32,
     pub(crate) prior_in_flight: u32,
-    pub(crate) tp: TcpSock,
+    /// What the rest of the ACK can write in the socket.
+    pub(crate) tp: SockGrowth,
+    /// The whole socket, to check [`SockGrowth`] against (debug builds).
+    #[cfg(debug_assertions)]
+    pub(crate) whole_tp: TcpSock,
     /// What the growth step can write in the module.
     pub(crate) module: ModuleGrowth,
     /// The whole module, to check [`ModuleGrowth`] against (debug builds).
@@ -309,7 +324,7 @@ pub(crate) struct PendingGrowth {
 impl PendingGrowth {
     /// No ACK pending; `tp` and `module` only fill the slot.
     pub(crate) fn new(tp: TcpSock, module: CcModule) -> Self {
-        // Only the debug builds' check keeps a whole module.
+        // Only the debug builds' check keeps a whole socket and module.
         #[cfg(not(debug_assertions))]
         let _ = module;
         PendingGrowth {
@@ -318,7 +333,9 @@ impl PendingGrowth {
                 ack: AckEvent::default(),
                 now_j: 0,
                 prior_in_flight: 0,
-                tp,
+                tp: tp.growth(),
+                #[cfg(debug_assertions)]
+                whole_tp: tp,
                 module: ModuleGrowth::new(),
                 #[cfg(debug_assertions)]
                 whole_module: module,

@@ -29,6 +29,25 @@ pub struct OpsCtx<'a> {
     pub out: &'a mut HookOut,
 }
 
+impl OpsCtx<'_> {
+    /// The same context, for a call that is not inlined (on a rare path: a slow-start step,
+    /// HyStart's update, BIC's and Reno's hooks). Passing the caller's own context there
+    /// would take its address, so its seven fields would be written to memory on every hook
+    /// call; a copy made at the call is written only when the call is made.
+    #[inline(always)]
+    pub(crate) fn reborrow(&mut self) -> OpsCtx<'_> {
+        OpsCtx {
+            tp: &mut *self.tp,
+            profile: self.profile,
+            clock: self.clock,
+            paced: self.paced,
+            now_us: self.now_us,
+            now_j: self.now_j,
+            out: &mut *self.out,
+        }
+    }
+}
+
 /// A slow-start exit a module decided (HyStart, HyStart++'s end of CSS); it has already set
 /// `snd_ssthresh = cwnd`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -96,7 +96,55 @@ crate::accessors!(TcpSock {
     lsndtime = lsndtime: u32;
 });
 
+/// The socket fields that the rest of an ACK after `pkts_acked` (the growth step, the state
+/// exit of `tcp_fastretrans_alert()`, `tcp_update_pacing_rate()`) can write when the ACK
+/// reveals no loss: saved before it so that a loss quinn reports after the frame can rewind
+/// it (`driver.rs`). Only these, not the whole socket: the whole copy's wide loads overlapped
+/// fields this ACK and the last send had just written, which a store cannot forward to.
+/// Debug builds also keep the whole socket and check after every rewind that the two agree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SockGrowth {
+    snd_cwnd: u32,
+    snd_cwnd_cnt: u32,
+    snd_ssthresh: u32,
+    ca_state: CaState,
+    undo_marker: bool,
+    high_seq: u64,
+    pacing: PacingInputs,
+}
+
 impl TcpSock {
+    /// What the rest of an ACK can write (see [`SockGrowth`]).
+    #[inline(always)]
+    pub(crate) fn growth(&self) -> SockGrowth {
+        SockGrowth {
+            snd_cwnd: self.snd_cwnd,
+            snd_cwnd_cnt: self.snd_cwnd_cnt,
+            snd_ssthresh: self.snd_ssthresh,
+            ca_state: self.ca_state,
+            undo_marker: self.undo_marker,
+            high_seq: self.high_seq,
+            pacing: self.pacing,
+        }
+    }
+
+    /// Put back a [`TcpSock::growth`], every field by name.
+    pub(crate) fn set_growth(&mut self, g: SockGrowth) {
+        let SockGrowth {
+            snd_cwnd,
+            snd_cwnd_cnt,
+            snd_ssthresh,
+            ca_state,
+            undo_marker,
+            high_seq,
+            pacing,
+        } = g;
+        (self.snd_cwnd, self.snd_cwnd_cnt, self.snd_ssthresh) =
+            (snd_cwnd, snd_cwnd_cnt, snd_ssthresh);
+        (self.ca_state, self.undo_marker, self.high_seq) = (ca_state, undo_marker, high_seq);
+        self.pacing = pacing;
+    }
+
     /// A fresh socket with `cwnd` segments, infinite ssthresh and the given clamp, with a
     /// 32-bit `snd_cwnd_cnt` (see [`TcpSock::with_cwnd_cnt_bits`]).
     pub(crate) fn new(cwnd: u32, clamp: u32, mss: u32) -> Self {

@@ -115,7 +115,7 @@ impl SlowStart {
         rtt_us: Option<u64>,
     ) {
         if self.kind == SlowStartKind::HyStartPp && ctx.tp.in_slow_start(ctx.profile.ss_compare) {
-            self.hystart_pp_ack(ctx, rtt_us);
+            self.hystart_pp_ack(&mut ctx.reborrow(), rtt_us);
         }
         // 2.6.20 - 2.6.22 measure the delay in cong_avoid (timestamps) instead.
         if ctx.profile.rtt_sample == RttSample::Tsecr {
@@ -164,7 +164,7 @@ impl SlowStart {
             && self.hystart.found == 0
             && ctx.tp.in_slow_start(ctx.profile.ss_compare)
         {
-            self.hystart_update(ctx, delay);
+            self.hystart_update(&mut ctx.reborrow(), delay);
         }
     }
 
