@@ -112,7 +112,7 @@ fn table_has_a_row_per_n_with_ratios() {
     let lines: Vec<&str> = t.lines().collect();
     assert_eq!(
         lines[0],
-        "  -C  runs     Mbit/s x(-C 1)    sender s/GB x(-C 1)  receiver s/GB x(-C 1)"
+        "  -C  runs     Mbit/s  x(-C 1)    sender s/GB  x(-C 1)  receiver s/GB  x(-C 1)"
     );
     assert_eq!(
         lines[1],
@@ -136,7 +136,7 @@ fn table_has_a_row_per_n_with_ratios() {
 fn table_without_one_connection_compares_with_the_first_row() {
     let runs = vec![run(2, 8.0, (1.0, 1.0), None), run(4, 4.0, (1.0, 1.0), None)];
     let t = table(&summarise(&[2, 4], &runs));
-    assert!(t.starts_with("  -C  runs     Mbit/s x(-C 2)"), "{t}");
+    assert!(t.starts_with("  -C  runs     Mbit/s  x(-C 2)"), "{t}");
     assert!(t.contains("   4   1/1     2000.0    2.000"), "{t}");
     assert_eq!(table(&[]), "(no runs)\n");
 }
