@@ -79,6 +79,9 @@ fn describe(load: &ConnLoad) -> String {
 /// Runs the connections benchmark: on loopback, or through the emulator with `--rate`.
 pub fn run(a: ConnArgs, exe_dir: &Path) -> Result<()> {
     let c = check(&a)?;
+    if a.rate.is_some() {
+        crate::bench_emu::check_available()?;
+    }
     let scratch = std::env::temp_dir().join(format!("hare-bench-conns-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
     let res = match (a.rate, a.rtt) {

@@ -30,6 +30,16 @@ pub struct EmuPath {
     pub loss: Option<f64>,
 }
 
+/// An error saying why, when namespace mode cannot run here (not root, no TUN, no `ip`).
+pub fn check_available() -> Result<()> {
+    match hare_emu::netns::unavailable_reason() {
+        Some(why) => {
+            bail!("bench --rate runs through the namespace emulator, which cannot run here: {why}")
+        }
+        None => Ok(()),
+    }
+}
+
 /// Runs every round, N after N, each through a fresh emulator.
 pub fn run(
     a: &ConnArgs,
@@ -38,9 +48,7 @@ pub fn run(
     exe_dir: &Path,
     scratch: &Path,
 ) -> Result<Vec<ConnRun>> {
-    if let Some(why) = hare_emu::netns::unavailable_reason() {
-        bail!("bench --rate runs through the namespace emulator, which cannot run here: {why}");
-    }
+    check_available()?;
     hare_emu::signals::install()?;
     let path = PathArgs {
         path: None,
@@ -157,8 +165,11 @@ fn conn_run(o: &TransferOutcome, load: &ConnLoad, n: u16, round: usize) -> Resul
         let _ = std::fs::remove_dir_all(&o.recv_dir);
     }
     let mut reasons = o.emulator.invalid_reasons.clone();
-    if !s.valid && reasons.is_empty() {
+    if reasons.is_empty() {
         reasons.extend(s.invalid_reasons.iter().cloned());
+    }
+    if reasons.is_empty() {
+        reasons.push("the report says INVALID".into());
     }
     Ok(ConnRun {
         connections: n,
