@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
+mod bench_conns;
+mod bench_emu;
 mod daemon_dest;
 mod over_ssh;
 mod rerun;
@@ -58,7 +60,8 @@ struct Cli {
 enum Command {
     /// Print this sender's certificate fingerprint (made on first use), for hare-recv --allow.
     Id(IdentityArgs),
-    /// Loopback benchmark: hare-send vs plain quinn (same windows, MTU, quinn Cubic) vs --tcp.
+    /// Loopback benchmark: hare-send vs plain quinn (same windows, MTU, quinn Cubic) vs --tcp;
+    /// with --connections 1,2,4,8: -C N against -C 1 (loopback, or the emulator with --rate).
     Bench(BenchArgs),
     /// Loopback benchmark of many small files: hare vs `cp -r` + `sync` of the same tree.
     BenchFiles(BenchFilesArgs),
@@ -284,18 +287,39 @@ fn run_id(a: IdentityArgs) -> Result<ExitCode> {
 
 #[derive(Args, Debug)]
 struct BenchArgs {
-    /// Seconds per measurement.
-    #[arg(long, default_value_t = 3.0)]
-    seconds: f64,
-    /// UDP payload sizes to test.
-    #[arg(long, value_delimiter = ',', default_values_t = [1452u16, 8952])]
+    /// Seconds per measurement [default: 3].
+    #[arg(short = 'T', long)]
+    seconds: Option<f64>,
+    /// UDP payload sizes to test [default: 1452,8952; with --connections: hare-send's, one
+    /// value at most].
+    #[arg(long, value_delimiter = ',')]
     mtu: Vec<u16>,
-    /// Window for every QUIC run.
-    #[arg(short = 'w', default_value = "32m")]
-    window: String,
-    /// Interleaved hare / plain-quinn pairs per MTU (the median ratio is reported).
-    #[arg(long, default_value_t = 5)]
-    rounds: usize,
+    /// Window for every QUIC run [default: 32m; with --connections: hare-send's, auto].
+    #[arg(short = 'w')]
+    window: Option<String>,
+    /// Interleaved hare / plain-quinn pairs per MTU (the median ratio is reported); with
+    /// --connections, rounds of every N [default: 5; with --connections: 3].
+    #[arg(long)]
+    rounds: Option<usize>,
+    /// Benchmark several connections instead: hare-send -C N for each N of the list (e.g.
+    /// 1,2,4,8), rounds interleaved across the N values; per N the median goodput and CPU
+    /// seconds per 10^9 bytes on each side, and their ratios to one connection.
+    #[arg(long, value_name = "N,N,...")]
+    connections: Option<String>,
+    /// With --connections: send this file in each run (checked byte-identical) instead of
+    /// -T seconds of bulk data.
+    #[arg(long, value_name = "FILE", requires = "connections")]
+    file: Option<PathBuf>,
+    /// With --connections: run each case through the namespace emulator (root) at this
+    /// bottleneck rate, both directions (e.g. 100m), with a one-BDP drop-tail queue.
+    #[arg(long, value_name = "RATE", requires_all = ["connections", "rtt"])]
+    rate: Option<hare_link::BitRate>,
+    /// With --rate: the emulated path's round-trip propagation delay (e.g. 80ms).
+    #[arg(long, value_name = "RTT", requires = "rate")]
+    rtt: Option<hare_link::TimeSpan>,
+    /// With --rate: Bernoulli loss probability on the forward link (e.g. 0.001).
+    #[arg(long, value_name = "P", requires = "rate")]
+    loss: Option<f64>,
 }
 
 #[derive(Args, Debug)]
@@ -774,27 +798,54 @@ fn watch_signals(trigger: hare_transfer::StopTrigger, seen: Arc<AtomicU8>) -> Re
     Ok(())
 }
 
-fn run_bench(b: BenchArgs) -> Result<ExitCode> {
-    if !(b.seconds.is_finite() && (0.5..=600.0).contains(&b.seconds)) {
-        bail!("bench --seconds {}: must be 0.5 to 600", b.seconds);
-    }
-    if !(1..=50).contains(&b.rounds) {
-        bail!("bench --rounds {}: must be 1 to 50", b.rounds);
-    }
+/// The directory of this executable (where hare-recv is looked for).
+fn exe_dir() -> Result<PathBuf> {
     let exe = std::env::current_exe().context("locating hare-send")?;
-    let exe_dir = exe
+    Ok(exe
         .parent()
         .context("hare-send has no directory")?
-        .to_path_buf();
+        .to_path_buf())
+}
+
+fn run_bench(b: BenchArgs) -> Result<ExitCode> {
+    if let Some(connections) = b.connections {
+        let a = bench_conns::ConnArgs {
+            connections,
+            seconds: b.seconds,
+            file: b.file,
+            rounds: b.rounds,
+            window: b.window,
+            mtu: b.mtu,
+            rate: b.rate,
+            rtt: b.rtt,
+            loss: b.loss,
+        };
+        bench_conns::run(a, &exe_dir()?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let seconds = b.seconds.unwrap_or(3.0);
+    if !(seconds.is_finite() && (0.5..=600.0).contains(&seconds)) {
+        bail!("bench --seconds {seconds}: must be 0.5 to 600");
+    }
+    let rounds = b.rounds.unwrap_or(5);
+    if !(1..=50).contains(&rounds) {
+        bail!("bench --rounds {rounds}: must be 1 to 50");
+    }
+    let mtus = if b.mtu.is_empty() {
+        vec![1452, 8952]
+    } else {
+        b.mtu
+    };
+    let exe_dir = exe_dir()?;
     let scratch = std::env::temp_dir().join(format!("hare-bench-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
     let opts = hare_transfer::bench::BenchOptions {
-        seconds: b.seconds,
-        mtus: b.mtu,
-        window: size(&b.window, "-w")?,
+        seconds,
+        mtus,
+        window: size(b.window.as_deref().unwrap_or("32m"), "-w")?,
         exe_dir,
         scratch: scratch.clone(),
-        rounds: b.rounds,
+        rounds,
     };
     let before = hare_transfer::bench::load_average();
     println!(

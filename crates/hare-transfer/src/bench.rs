@@ -87,7 +87,7 @@ pub fn median(xs: &[f64]) -> Option<f64> {
     })
 }
 
-fn ratio(a: f64, b: f64) -> f64 {
+pub(crate) fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 {
         a / b
     } else {
@@ -103,7 +103,7 @@ pub fn load_average() -> String {
 }
 
 /// Kill a child on drop so that a failed bench leaves nothing running.
-struct Reaper(Child);
+pub(crate) struct Reaper(pub(crate) Child);
 
 impl Drop for Reaper {
     fn drop(&mut self) {
@@ -112,7 +112,7 @@ impl Drop for Reaper {
     }
 }
 
-fn spawn(cmd: &mut Command) -> Result<Reaper> {
+pub(crate) fn spawn(cmd: &mut Command) -> Result<Reaper> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -123,7 +123,7 @@ fn spawn(cmd: &mut Command) -> Result<Reaper> {
 
 /// Read lines of a child's stdout until `want` returns a value (at most `limit` lines and
 /// 20 seconds); the rest of the output is drained in the background.
-fn read_until<T: Send + 'static>(
+pub(crate) fn read_until<T: Send + 'static>(
     child: &mut Reaper,
     want: impl Fn(&[String]) -> Option<T> + Send + 'static,
 ) -> Result<T> {
@@ -154,7 +154,7 @@ fn read_until<T: Send + 'static>(
         .map_err(|_| TransferError::Config("a benchmark process did not report in time".into()))
 }
 
-fn parse_listen(lines: &[String]) -> Option<(String, Option<String>)> {
+pub(crate) fn parse_listen(lines: &[String]) -> Option<(String, Option<String>)> {
     let addr = lines.iter().find_map(|l| {
         l.strip_prefix("hare-recv: listening on ")
             .map(|r| r.split_whitespace().next().unwrap_or("").to_owned())

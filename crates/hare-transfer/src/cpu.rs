@@ -10,9 +10,22 @@ pub fn process_cpu_seconds() -> Option<f64> {
     Some(user + system)
 }
 
+/// User + system CPU seconds of this process's children that have been waited for
+/// (`RUSAGE_CHILDREN`): the difference around one child's wait is that child's own CPU time,
+/// as long as no other child is reaped meanwhile.
+pub fn reaped_children_cpu_seconds() -> Option<f64> {
+    let (user, system) = usage_split(UsageWho::RUSAGE_CHILDREN)?;
+    Some(user + system)
+}
+
 /// User and system CPU seconds of this process so far.
 pub fn process_cpu_split() -> Option<(f64, f64)> {
-    let u = getrusage(UsageWho::RUSAGE_SELF).ok()?;
+    usage_split(UsageWho::RUSAGE_SELF)
+}
+
+/// User and system CPU seconds of `who`.
+fn usage_split(who: UsageWho) -> Option<(f64, f64)> {
+    let u = getrusage(who).ok()?;
     let tv = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
     Some((tv(u.user_time()), tv(u.system_time())))
 }

@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod bench_conns;
 pub mod bench_files;
 pub mod cc;
 mod channels;

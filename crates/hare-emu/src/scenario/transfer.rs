@@ -79,6 +79,11 @@ pub struct TransferOutcome {
     pub receiver_run: Option<Run>,
     /// Kernel TCP runs: the sender namespace's recovery counters over the run.
     pub tcp_reductions: Option<TcpReductions>,
+    /// hare-send's CPU seconds, user + system of the whole process (see
+    /// [`reaped_children_cpu_s`]).
+    pub sender_cpu_s: Option<f64>,
+    /// hare-recv's CPU seconds, user + system of the whole process.
+    pub receiver_cpu_s: Option<f64>,
 }
 
 impl TransferOutcome {
@@ -214,9 +219,14 @@ pub fn run_transfer(ns: &NamespaceConfig, spec: &TransferSpec) -> Result<Transfe
         })
     });
     let deadline = start_ns + (spec.timeout_s * 1e9) as u64;
+    // The two are reaped one after the other by this thread: the reaped children's CPU
+    // time around each wait is that process's own.
+    let cpu0 = reaped_children_cpu_s();
     let sender_ok = wait_child(&mut sender, deadline);
     let sender_elapsed_s = monotonic_ns().saturating_sub(start_ns) as f64 / 1e9;
+    let cpu1 = reaped_children_cpu_s();
     let receiver_ok = wait_child(&mut receiver, monotonic_ns() + 5_000_000_000);
+    let cpu2 = reaped_children_cpu_s();
     if let Some(e) = echo {
         let _ = e.join();
     }
@@ -244,7 +254,23 @@ pub fn run_transfer(ns: &NamespaceConfig, spec: &TransferSpec) -> Result<Transfe
         recv_dir,
         receiver_run,
         tcp_reductions,
+        sender_cpu_s: cpu1.zip(cpu0).map(|(b, a)| b - a),
+        receiver_cpu_s: cpu2.zip(cpu1).map(|(b, a)| b - a),
     })
+}
+
+/// User + system CPU seconds of this process's children reaped so far
+/// (`getrusage(RUSAGE_CHILDREN)`); the difference around one child's wait is that child's
+/// own, as long as nothing else of this process reaps a child meanwhile.
+pub fn reaped_children_cpu_s() -> Option<f64> {
+    // SAFETY: getrusage writes only into the zeroed struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_CHILDREN is a valid `who`.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) } != 0 {
+        return None;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some(tv(u.ru_utime) + tv(u.ru_stime))
 }
 
 /// Starts hare-recv for `spec` in the receiver namespace, listening on `peer`, and waits
