@@ -14,7 +14,7 @@ use hare_transfer::bench::load_average;
 use hare_transfer::bench_conns::loopback::{file_hash, ConnLoad};
 use hare_transfer::bench_conns::ConnRun;
 
-use crate::bench_conns::{what, Checked, ConnArgs};
+use crate::bench_args::{what, Checked, ConnArgs};
 
 /// Namespace instance of the benchmark's emulators (one at a time).
 const INSTANCE: &str = "hsbench";

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
+mod bench_args;
 mod bench_conns;
 mod bench_emu;
 mod daemon_dest;
@@ -809,7 +810,7 @@ fn exe_dir() -> Result<PathBuf> {
 
 fn run_bench(b: BenchArgs) -> Result<ExitCode> {
     if let Some(connections) = b.connections {
-        let a = bench_conns::ConnArgs {
+        let a = bench_args::ConnArgs {
             connections,
             seconds: b.seconds,
             file: b.file,

@@ -353,3 +353,32 @@ fn connections_that_cannot_join_leave_the_job_to_the_others() {
     assert!((1..=6).contains(&n), "{n} connections");
     assert!(same_file(&p, &f.dst.path().join("big.bin")));
 }
+
+#[test]
+fn a_file_the_receiver_gives_up_fails_with_its_reason_not_the_connections() {
+    let id = tempfile::tempdir().expect("tempdir");
+    let (src, dst) = (
+        tempfile::tempdir().expect("t"),
+        tempfile::tempdir().expect("t"),
+    );
+    let mut o = recv_options(id.path().into(), Some(dst.path().into()));
+    // The receiver holds at most 1 MiB out of order: ranges over four connections overrun it
+    // and the receiver gives the file up, stopping its streams.
+    o.limits.max_reorder_bytes = 1 << 20;
+    let recv = BackgroundReceiver::start(o).expect("receiver");
+    let f = Fixture {
+        _id: id,
+        src,
+        dst,
+        recv,
+    };
+    let p = f.src.path().join("big.bin");
+    big_file(&p, 64);
+    let mut o = job(f.recv.addr, &f, vec![p], 4);
+    o.chunk = 1 << 20;
+    let out = rt().block_on(send(o, Stop::never())).expect("the job runs");
+    let failed: Vec<_> = out.failures().collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    let why = failed[0].reason.clone().unwrap_or_default();
+    assert!(why.contains("out of order"), "{why}");
+}

@@ -14,13 +14,13 @@ fn lists_parse_in_order() {
         vec![1, 2, 4, 8]
     );
     assert_eq!(parse_connections(" 4 , 1 ").expect("list"), vec![4, 1]);
-    assert_eq!(parse_connections("64").expect("one"), vec![64]);
+    assert_eq!(parse_connections("32").expect("one"), vec![32]);
 }
 
 #[test]
 fn bad_lists_name_the_bad_value() {
-    assert_eq!(usage("1,0,4"), "--connections 1,0,4: 0: must be 1 to 64");
-    assert_eq!(usage("65"), "--connections 65: 65: must be 1 to 64");
+    assert_eq!(usage("1,0,4"), "--connections 1,0,4: 0: must be 1 to 32");
+    assert_eq!(usage("33"), "--connections 33: 33: must be 1 to 32");
     assert_eq!(usage("1,x"), "--connections 1,x: \"x\" is not a number");
     assert_eq!(usage("1,-2"), "--connections 1,-2: \"-2\" is not a number");
     assert_eq!(

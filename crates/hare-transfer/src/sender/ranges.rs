@@ -202,6 +202,14 @@ impl Striper {
     }
 }
 
+/// The receiver stopped the stream of the range `h` with `code`.
+fn stopped(h: &DataHeader, code: quinn::VarInt) -> RangeEnd {
+    RangeEnd::Stopped(format!(
+        "the receiver stopped range {} of file {} (code {code})",
+        h.offset, h.index
+    ))
+}
+
 /// The priority of the range at `offset`: 0 for the first chunk, lower for each later one.
 fn range_priority(offset: u64, chunk: u64) -> i32 {
     let k = offset / chunk.max(1);
@@ -237,31 +245,35 @@ async fn send_range(
     // The earlier range goes first (below the control stream's priority 1).
     let _ = s.set_priority(range_priority(h.offset, stripes.chunk));
     let sent = async {
-        s.write_all(&h.encode()).await.ok()?;
+        s.write_all(&h.encode()).await?;
         for b in bufs {
-            s.write_chunk(b).await.ok()?;
+            s.write_chunk(b).await?;
         }
-        s.finish().ok()
+        s.finish().map_err(|_| quinn::WriteError::ClosedStream)
     };
-    let ok = tokio::select! {
-        r = sent => r.is_some(),
+    let written = tokio::select! {
+        r = sent => r,
         _ = cancel.wait_for(|c| *c) => {
             let _ = s.reset(quinn::VarInt::from_u32(close::PROTOCOL));
             stripes.done_writing(i);
             return RangeEnd::Delivered(h.offset);
         }
     };
-    if !ok {
-        return lost(&stripes, writing);
+    match written {
+        Ok(()) => {}
+        // The receiver gave the file up (its disk is full, the data broke a limit): the
+        // connection is fine, and the file's verdict says why.
+        Err(quinn::WriteError::Stopped(code)) => {
+            stripes.done_writing(i);
+            return stopped(&h, code);
+        }
+        Err(_) => return lost(&stripes, writing),
     }
     stripes.done_writing(i);
     writing = false;
     match s.stopped().await {
         Ok(None) => RangeEnd::Delivered(h.offset),
-        Ok(Some(code)) => RangeEnd::Stopped(format!(
-            "the receiver stopped range {} of file {} (code {code})",
-            h.offset, h.index
-        )),
+        Ok(Some(code)) => stopped(&h, code),
         Err(_) => lost(&stripes, writing),
     }
 }
