@@ -90,9 +90,12 @@ fn link_args(o: &ConnBenchOptions, cmd: &mut Command) {
     }
 }
 
-fn receiver_command(o: &ConnBenchOptions, dir: Option<&Path>, token: &str) -> Command {
+/// The receiver of a run of `n` connections: as many threads (`--threads`), as hare-send
+/// starts a remote hare-recv over ssh.
+fn receiver_command(o: &ConnBenchOptions, n: u16, dir: Option<&Path>, token: &str) -> Command {
     let mut r = Command::new(o.exe_dir.join("hare-recv"));
     r.args(["--listen", "127.0.0.1:0", "--one-shot", "-q", "-i", "60"])
+        .args(["--threads", &n.to_string()])
         .arg("--identity")
         .arg(o.scratch.join("identity"))
         .env_remove("HARE_TOKEN");
@@ -133,7 +136,7 @@ fn run_one(o: &ConnBenchOptions, n: u16, round: usize) -> Result<ConnRun> {
         std::fs::create_dir_all(d)
             .map_err(|e| TransferError::io(format!("creating {}", d.display()), e))?;
     }
-    let mut rc = spawn(&mut receiver_command(o, dir.as_deref(), &token))?;
+    let mut rc = spawn(&mut receiver_command(o, n, dir.as_deref(), &token))?;
     let (addr, fp) = read_until(&mut rc, parse_listen)?;
     let fp = fp.ok_or_else(|| TransferError::Config("hare-recv printed no fingerprint".into()))?;
     let mut sc = spawn(&mut sender_command(o, n, &addr, &fp, &token))?;
