@@ -215,9 +215,10 @@ user=$(id -un)
   echo "Subsystem sftp /usr/lib/openssh/sftp-server"
 } >"$ssh_dir/sshd_config"
 ssh_cfg=$ssh_dir/ssh_config
-{
-  echo "Host testhost"
-  echo "  HostName 10.77.0.2"
+# One ssh client entry: host name $1 at address $2, with the generated user key.
+host_block() {
+  echo "Host $1"
+  echo "  HostName $2"
   echo "  Port 22"
   echo "  User $user"
   echo "  IdentityFile $ssh_dir/user_key"
@@ -226,30 +227,25 @@ ssh_cfg=$ssh_dir/ssh_config
   echo "  UserKnownHostsFile /dev/null"
   echo "  LogLevel ERROR"
   echo "  BatchMode yes"
-  # lftp pulls from the sender's side (see the header).
-  echo "Host srchost"
-  echo "  HostName 10.77.0.1"
-  echo "  Port 22"
-  echo "  User $user"
-  echo "  IdentityFile $ssh_dir/user_key"
-  echo "  IdentitiesOnly yes"
-  echo "  StrictHostKeyChecking no"
-  echo "  UserKnownHostsFile /dev/null"
-  echo "  LogLevel ERROR"
-  echo "  BatchMode yes"
-} >"$ssh_cfg"
+}
+# testhost: the receiver; srchost: the sender's side, where lftp pulls from (see the header).
+{ host_block testhost 10.77.0.2; host_block srchost 10.77.0.1; } >"$ssh_cfg"
 mkdir -p /run/sshd  # sshd's privilege separation directory (Debian makes it at boot)
 # Started directly (not through the in_ns function, whose subshell would be $!) so that
 # $! is sshd itself once hare-lab has exec'd it.
 "$lab" exec receiver --instance "$instance" -- /usr/sbin/sshd -D -e -f "$ssh_dir/sshd_config" \
   >"$out/sshd.log" 2>&1 &
 sshd_pid=$!
-for i in $(seq 100); do
-  kill -0 "$sshd_pid" 2>/dev/null || { cat "$out/sshd.log" >&2; die "sshd exited"; }
-  in_ns sender ssh -F "$ssh_cfg" testhost true 2>/dev/null && break
-  [[ $i -lt 100 ]] || die "no ssh login to 10.77.0.2 within 20 s (see $out/sshd.log)"
-  sleep 0.2
-done
+# Wait for an ssh login: sshd pid $1 (log $2), from namespace side $3 to host $4 ($5).
+wait_login() {
+  for i in $(seq 100); do
+    kill -0 "$1" 2>/dev/null || { cat "$2" >&2; die "the sshd on $5 exited"; }
+    in_ns "$3" ssh -F "$ssh_cfg" "$4" true 2>/dev/null && return 0
+    [[ $i -lt 100 ]] || die "no ssh login to $5 within 20 s (see $2)"
+    sleep 0.2
+  done
+}
+wait_login "$sshd_pid" "$out/sshd.log" sender testhost 10.77.0.2
 
 if has_lftp; then
   sed -e 's/^ListenAddress .*/ListenAddress 10.77.0.1/' -e "s#^PidFile .*#PidFile $ssh_dir/sshd-src.pid#" \
@@ -257,12 +253,7 @@ if has_lftp; then
   "$lab" exec sender --instance "$instance" -- /usr/sbin/sshd -D -e -f "$ssh_dir/sshd_src_config" \
     >"$out/sshd-src.log" 2>&1 &
   src_sshd_pid=$!
-  for i in $(seq 100); do
-    kill -0 "$src_sshd_pid" 2>/dev/null || { cat "$out/sshd-src.log" >&2; die "the sender's sshd exited"; }
-    in_ns receiver ssh -F "$ssh_cfg" srchost true 2>/dev/null && break
-    [[ $i -lt 100 ]] || die "no ssh login to 10.77.0.1 within 20 s (see $out/sshd-src.log)"
-    sleep 0.2
-  done
+  wait_login "$src_sshd_pid" "$out/sshd-src.log" receiver srchost 10.77.0.1
 fi
 
 # qcp is told the path it crosses, as its documentation asks (bandwidth in bytes/s, RTT in ms).

@@ -132,6 +132,14 @@ fn tree(root: &Path) {
     std::os::unix::fs::symlink("run.sh", root.join("sub/link")).expect("ln");
 }
 
+/// [`tree`] and a 24 MB file whose every 4099 bytes differ from the next (a range at a
+/// wrong offset shows), for jobs over several connections.
+fn tree_with_big(root: &Path) {
+    tree(root);
+    let big: Vec<u8> = (0..24_000_000u32).map(|i| (i / 4099) as u8).collect();
+    std::fs::write(root.join("big.bin"), &big).expect("w");
+}
+
 fn same(a: &Path, b: &Path) {
     use std::os::unix::fs::MetadataExt;
     for e in std::fs::read_dir(a).expect("ls").flatten() {
@@ -439,9 +447,7 @@ fn a_push_over_ssh_spreads_over_three_connections() {
         tempfile::tempdir().expect("t"),
     );
     let root = src.path().join("t");
-    tree(&root);
-    let big: Vec<u8> = (0..24_000_000u32).map(|i| (i / 4099) as u8).collect();
-    std::fs::write(root.join("big.bin"), &big).expect("w");
+    tree_with_big(&root);
     let out = run(hare_send(&s, id.path())
         .args(["--links", "-C", "3", "--chunk", "1m", "--remote-bin"])
         .arg(&bins)
@@ -467,9 +473,7 @@ fn a_pull_over_ssh_spreads_over_three_connections() {
         tempfile::tempdir().expect("t"),
     );
     let root = src.path().join("t");
-    tree(&root);
-    let big: Vec<u8> = (0..24_000_000u32).map(|i| (i / 4099) as u8).collect();
-    std::fs::write(root.join("big.bin"), &big).expect("w");
+    tree_with_big(&root);
     let mut c = Command::new(bins.join("hare-recv"));
     c.arg("-e")
         .arg(s.rsh())

@@ -25,13 +25,18 @@ struct Fixture {
 }
 
 fn fixture(token: Option<&str>) -> Fixture {
+    fixture_with(|o| o.token = token.map(str::to_owned))
+}
+
+/// A receiver with its options as `tune` leaves them.
+fn fixture_with(tune: impl FnOnce(&mut hare_transfer::RecvOptions)) -> Fixture {
     let id = tempfile::tempdir().expect("tempdir");
     let (src, dst) = (
         tempfile::tempdir().expect("t"),
         tempfile::tempdir().expect("t"),
     );
     let mut o = recv_options(id.path().into(), Some(dst.path().into()));
-    o.token = token.map(str::to_owned);
+    tune(&mut o);
     let recv = BackgroundReceiver::start(o).expect("receiver");
     Fixture {
         _id: id,
@@ -330,48 +335,22 @@ fn an_interrupted_job_of_ranges_reruns_only_what_is_missing() {
 
 #[test]
 fn connections_that_cannot_join_leave_the_job_to_the_others() {
-    let id = tempfile::tempdir().expect("tempdir");
-    let (src, dst) = (
-        tempfile::tempdir().expect("t"),
-        tempfile::tempdir().expect("t"),
-    );
-    let mut o = recv_options(id.path().into(), Some(dst.path().into()));
-    // Two places for connections still in their handshake: of five joins at once, some
-    // are turned away before it.
-    o.limits.max_preauth_per_peer = 2;
-    let recv = BackgroundReceiver::start(o).expect("receiver");
-    let f = Fixture {
-        _id: id,
-        src,
-        dst,
-        recv,
-    };
+    // One place for connections still in their handshake: of five joins at once, some are
+    // turned away before it.
+    let f = fixture_with(|o| o.limits.max_preauth_per_peer = 1);
     let p = f.src.path().join("big.bin");
     big_file(&p, 32);
     let out = run(job(f.recv.addr, &f, vec![p.clone()], 6));
     let n = shares(&out).len();
-    assert!((1..=6).contains(&n), "{n} connections");
+    assert!((1..6).contains(&n), "{n} connections: none was turned away");
     assert!(same_file(&p, &f.dst.path().join("big.bin")));
 }
 
 #[test]
 fn a_file_the_receiver_gives_up_fails_with_its_reason_not_the_connections() {
-    let id = tempfile::tempdir().expect("tempdir");
-    let (src, dst) = (
-        tempfile::tempdir().expect("t"),
-        tempfile::tempdir().expect("t"),
-    );
-    let mut o = recv_options(id.path().into(), Some(dst.path().into()));
     // The receiver holds at most 1 MiB out of order: ranges over four connections overrun it
     // and the receiver gives the file up, stopping its streams.
-    o.limits.max_reorder_bytes = 1 << 20;
-    let recv = BackgroundReceiver::start(o).expect("receiver");
-    let f = Fixture {
-        _id: id,
-        src,
-        dst,
-        recv,
-    };
+    let f = fixture_with(|o| o.limits.max_reorder_bytes = 1 << 20);
     let p = f.src.path().join("big.bin");
     big_file(&p, 64);
     let mut o = job(f.recv.addr, &f, vec![p], 4);

@@ -421,6 +421,16 @@ impl FileIo {
     }
 }
 
+/// Why a file's data channel broke: the receiver stops a stream when it gives the file up
+/// (its disk is full, the data broke a limit), and its verdict, on the way, says why; else
+/// the transport's error `e`.
+async fn why_broken(e: String, result: &mut oneshot::Receiver<(bool, Option<String>)>) -> String {
+    match tokio::time::timeout(VERDICT_GRACE, result).await {
+        Ok(Ok((false, Some(r)))) => r,
+        _ => e,
+    }
+}
+
 /// `reason` without the file's own name: the report line already starts with it, and a
 /// receiver's reason may carry it again (`disk full on the receiver: file mid.bin: write
 /// failed: ...` becomes `disk full on the receiver: write failed: ...`).
@@ -570,18 +580,17 @@ async fn send_file(
                 return fail(r, offset, attempts);
             }
             Streamed::Broken(e) => {
-                // The receiver stops a stream when it gives the file up (its disk is full,
-                // the data broke a limit); its verdict, on the way, says why.
-                let verdict = tokio::time::timeout(VERDICT_GRACE, &mut result).await;
-                return match verdict {
-                    Ok(Ok((false, Some(r)))) => fail(r, offset, attempts),
-                    _ => fail(e, offset, attempts),
-                };
+                return fail(why_broken(e, &mut result).await, offset, attempts);
             }
         }
     };
     if let Err(e) = out.finish().await {
-        return fail(e.to_string(), offset, attempts);
+        // Ranges end here, acknowledged or stopped: a stop is the receiver giving up.
+        return fail(
+            why_broken(e.to_string(), &mut result).await,
+            offset,
+            attempts,
+        );
     }
     let done = ToReceiver::FileDone {
         index,
