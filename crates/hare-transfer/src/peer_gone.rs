@@ -136,6 +136,22 @@ fn lost(c: &ConnectionError) -> String {
     }
 }
 
+/// Whether `conn` ended by the path or the transport (silence, a reset, a transport error),
+/// not closed on purpose by either application: a job over several connections may then go
+/// on over the others.
+pub(crate) fn lost_to_path(conn: &quinn::Connection) -> bool {
+    matches!(
+        conn.close_reason(),
+        Some(
+            quinn::ConnectionError::TimedOut
+                | quinn::ConnectionError::Reset
+                | quinn::ConnectionError::TransportError(_)
+                | quinn::ConnectionError::ConnectionClosed(_)
+                | quinn::ConnectionError::CidsExhausted
+        )
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -199,22 +199,72 @@ fn a_tree_over_three_connections_arrives_whole() {
     assert_eq!(shares(&out).len(), 3);
 }
 
-#[test]
-fn a_connection_cut_off_mid_job_hands_its_ranges_to_the_others() {
+/// A 96 MiB file over three connections, every one through a relay that blackholes
+/// connection `cut` (in order of appearance) once `after` bytes of it went through, both
+/// ways; the file must arrive whole.
+fn big_file_with_a_cut(cut: usize, after: u64) -> SendOutcome {
     let f = fixture(None);
     let p = f.src.path().join("big.bin");
     big_file(&p, 96);
-    // Every connection goes through the relay; the second one to appear (a joined
-    // connection) is blackholed once 4 MB of it went through, both ways.
-    let relay = relay::Relay::start(f.recv.addr, Some((1, 4 << 20)));
-    let mut o = job(relay.addr, &f, vec![p.clone()], 3);
-    o.liveness.idle_timeout = Duration::from_secs(2);
-    o.liveness.keep_alive = Duration::from_millis(500);
-    let out = run(o);
-    assert!(relay.cut_happened(), "the relay cut a connection");
+    let relay = relay::Relay::start(f.recv.addr, Some((cut, after)));
+    let out = run(quick_to_notice(job(relay.addr, &f, vec![p.clone()], 3)));
+    assert!(relay.cut_happened(), "the relay cut connection {cut}");
     assert!(same_file(&p, &f.dst.path().join("big.bin")));
     only(f.dst.path(), &["big.bin"]);
     assert_eq!(shares(&out).len(), 3);
+    out
+}
+
+/// A lost connection noticed within 2 s.
+fn quick_to_notice(mut o: SendOptions) -> SendOptions {
+    o.liveness.idle_timeout = Duration::from_secs(2);
+    o.liveness.keep_alive = Duration::from_millis(500);
+    o
+}
+
+#[test]
+fn a_connection_cut_off_mid_job_hands_its_ranges_to_the_others() {
+    // A joined connection (the second to appear).
+    big_file_with_a_cut(1, 4 << 20);
+}
+
+#[test]
+fn a_job_whose_first_connection_is_cut_off_moves_its_control_channel_and_completes() {
+    // Connection 0, which carries the job's control channel: the sender moves the channel
+    // to a further connection.
+    let out = big_file_with_a_cut(0, 8 << 20);
+    let moved = out.run.events.iter().any(|e| {
+        matches!(&e.kind, EventKind::Note { message }
+            if message.contains("control channel continues on connection"))
+    });
+    assert!(moved, "the move is said: {:?}", out.run.events);
+}
+
+#[test]
+fn a_tree_whose_connections_are_cut_off_one_by_one_arrives_whole() {
+    for cut in [0, 1] {
+        let f = fixture(None);
+        let root = f.src.path().join("tree");
+        // Small files (each one range) and one of several chunks, 12 MB in all.
+        for i in 0..200u64 {
+            let dir = root.join(format!("d{}", i % 5));
+            std::fs::create_dir_all(&dir).expect("mkdir");
+            let size = 1 + 20_000 * (i as usize % 7);
+            std::fs::write(dir.join(format!("f{i}")), bytes(i, size)).expect("w");
+        }
+        big_file(&root.join("d0/big"), 12);
+        let relay = relay::Relay::start(f.recv.addr, Some((cut, 4 << 20)));
+        let out = run(quick_to_notice(job(relay.addr, &f, vec![root.clone()], 3)));
+        assert!(relay.cut_happened(), "connection {cut} was cut");
+        for i in 0..200u64 {
+            let rel = format!("tree/d{}/f{i}", i % 5);
+            let same = same_file(&f.src.path().join(&rel), &f.dst.path().join(&rel));
+            assert!(same, "{rel} after connection {cut} was cut");
+        }
+        let big = same_file(&root.join("d0/big"), &f.dst.path().join("tree/d0/big"));
+        assert!(big, "d0/big after connection {cut} was cut");
+        assert_eq!(out.files.len(), 201);
+    }
 }
 
 /// A job's first connection, by hand: a one-file job that says it will take two
@@ -292,6 +342,13 @@ fn only_the_jobs_own_sender_joins_it_and_only_as_often_as_it_said() {
         refused(
             join_as(&f, fp, &me, (&session, tok)).await,
             "all the connections",
+        );
+        // A take-over moves a job's control channel only on a stream that joined the job.
+        let mut h =
+            hostile::connect_as(f.recv.addr, fp, None, &stranger, [127, 0, 0, 1].into()).await;
+        refused(
+            h.hello(&ToReceiver::TakeOver { connection: 1 }).await,
+            "the first message must be a hello",
         );
     });
     // Nothing of the job reached the directory.

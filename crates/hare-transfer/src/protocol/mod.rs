@@ -83,6 +83,9 @@ pub mod feature {
     pub const DEST: &str = "dest";
     /// Jobs over several QUIC connections (`striping` in the hello, `join`, range streams).
     pub const CONNECTIONS: &str = "connections";
+    /// A job over several connections survives the loss of its first one: its control
+    /// channel moves to a further connection's join stream (`take-over`).
+    pub const TAKE_OVER: &str = "take-over";
 }
 
 /// A session id from its hex form in a welcome.

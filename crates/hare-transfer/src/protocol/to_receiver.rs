@@ -58,6 +58,14 @@ pub enum ToReceiver {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         token: Option<String>,
     },
+    /// The job's control channel continues on this stream: the stream a further connection
+    /// joined on, after the job's first connection was lost (feature
+    /// [`feature::TAKE_OVER`]). The sender then repeats what it had said of the files still
+    /// without a verdict; the receiver repeats its verdicts and the restarts still pending.
+    TakeOver {
+        /// The connection whose join stream this is.
+        connection: u16,
+    },
     /// The bulk job's data is all sent and every data channel ended: `bytes` of payload over
     /// all streams. Over kernel TCP the end of a data stream does not tell a sender that
     /// finished from one whose process died (its kernel closes the socket the same way), so

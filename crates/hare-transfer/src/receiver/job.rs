@@ -16,8 +16,8 @@ use crate::cpu::CpuClock;
 use crate::error::{Result, TransferError};
 use crate::intervals::job_interval;
 use crate::protocol::{
-    feature, read_frame, write_frame, DataHeader, DataKind, FilePlan, LinkResult, Striping,
-    ToReceiver, ToSender, MAX_CONNECTIONS, MAX_STREAMS, MIN_CHUNK, PROTOCOL_VERSION,
+    feature, read_frame, DataHeader, DataKind, FilePlan, LinkResult, Striping, ToReceiver,
+    ToSender, MAX_CONNECTIONS, MAX_STREAMS, MIN_CHUNK, PROTOCOL_VERSION,
 };
 use crate::recvfile::{Failure, Planned, Target, Verified};
 use crate::report::{Printer, RunLog};
@@ -28,28 +28,6 @@ use super::gate::Ticket;
 use super::logs;
 use super::streams::{accept_quic_streams, bulk_stream, file_stream};
 use super::{DURATION_GRACE, PROGRESS_RATE, REFUSE_TIMEOUT};
-
-/// The control stream's writing half, every message bounded in time.
-struct Out {
-    w: ControlWrite,
-    timeout: Duration,
-}
-
-impl Out {
-    async fn send(&mut self, m: &ToSender) -> Result<()> {
-        self.send_within(m, self.timeout).await
-    }
-
-    async fn send_within(&mut self, m: &ToSender, limit: Duration) -> Result<()> {
-        match tokio::time::timeout(limit, write_frame(&mut self.w, m)).await {
-            Ok(r) => r,
-            Err(_) => Err(TransferError::Timeout(format!(
-                "the sender did not read its control stream for {:.0} s",
-                limit.as_secs_f64()
-            ))),
-        }
-    }
-}
 
 /// What a data channel handler reports.
 enum Finished {
@@ -70,10 +48,7 @@ pub(super) async fn run_job(
     ctl_w: ControlWrite,
     data_rx: mpsc::Receiver<(DataHeader, DataIn)>,
 ) -> Result<()> {
-    let mut out = Out {
-        w: ctl_w,
-        timeout: ctx.opts.limits.write_timeout,
-    };
+    let mut out = Out::new(ctl_w, ctx.opts.limits.write_timeout);
     let hello = read_hello(&ctx, &mut ctl_r).await?;
     if let ToReceiver::Join {
         session,
@@ -82,7 +57,7 @@ pub(super) async fn run_job(
     } = &hello
     {
         let join = (session.as_str(), *connection, token.as_deref());
-        return super::joins::serve_join(ctx, join, out.w).await;
+        return super::joins::serve_join(ctx, join, (ctl_r, out.w)).await;
     }
     let (job_id, _running) = ctx.jobs.start();
     let tag = crate::report::JobTag::new(ctx.peer, job_id, ctx.jobs.running.clone());
@@ -126,7 +101,10 @@ pub(super) async fn run_job(
         }
     );
     let striping = striping_of(&ctx, &hello);
-    let _joins = striping.map(|st| register(&mut ctx, (st, &hello), (grant, fixed), channels));
+    let (_joins, standby) = match striping {
+        Some(st) => register(&mut ctx, (st, &hello), (grant, fixed), channels),
+        None => (None, None),
+    };
     welcome(&ctx, &mut out, (grant, fixed), plans, channels, links).await?;
     if let (Some(st), Some(dial)) = (striping, &ctx.dial_more) {
         // A pull: the sender listens, so this side dials the job's further connections.
@@ -164,7 +142,13 @@ pub(super) async fn run_job(
     );
     let mut job = Running::new(&ctx, accepted, channels, t0, interval, needs_end);
     job.striped(striping, grant);
-    let abort = job.serve(&mut out, &mut log, ctl_rx, data_rx).await;
+    let take_rx = standby.map(|s| {
+        out.standby = Some((s.joined_open, s.first));
+        s.take_rx
+    });
+    let abort = job
+        .serve(&mut out, &mut log, (ctl_rx, take_rx), data_rx)
+        .await;
     finish(&ctx, job, abort, &mut out, log, t0, cpu).await
 }
 
@@ -269,6 +253,7 @@ async fn welcome(
             feature::SKIP.to_owned(),
             feature::DEST.to_owned(),
             feature::CONNECTIONS.to_owned(),
+            feature::TAKE_OVER.to_owned(),
         ],
         links,
     })
@@ -305,16 +290,20 @@ fn uni_streams(ctx: &JobCtx, channels: usize) -> u32 {
 }
 
 /// Open the job to its further connections: a session for the welcome, registered with
-/// what each connection gets.
+/// what each connection gets, and where a joined connection hands over the control channel.
 fn register(
     ctx: &mut JobCtx,
     (st, hello): (Striping, &ToReceiver),
     (grant, fixed): (u64, bool),
     channels: usize,
-) -> Option<super::sessions::Registered> {
-    let data_tx = ctx.data_tx.clone()?;
+) -> (Option<super::sessions::Registered>, Option<Standby>) {
+    let Some(data_tx) = ctx.data_tx.clone() else {
+        return (None, None);
+    };
     let id: [u8; 12] = rand::random();
     ctx.session = Some(id);
+    let (take_tx, take_rx) = mpsc::channel(usize::from(st.connections));
+    let joined_open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let slot = super::sessions::Slot {
         data_tx,
         owner: ctx.peer_cert,
@@ -329,8 +318,16 @@ fn register(
             ToReceiver::Hello { token, .. } => token.clone(),
             _ => None,
         },
+        take_over: take_tx,
+        joined_open: joined_open.clone(),
     };
-    Some(ctx.joins.register(id, slot, st.connections - 1))
+    let standby = Standby {
+        take_rx,
+        joined_open,
+        first: ctx.conn.clone(),
+    };
+    let registered = ctx.joins.register(id, slot, st.connections - 1);
+    (Some(registered), Some(standby))
 }
 
 fn start_log(
@@ -456,7 +453,9 @@ impl ProgressBudget {
 }
 
 mod assemble;
+mod out;
 mod running;
+use out::{Out, Standby};
 use running::Running;
 
 /// The summary, the final `done` (when nothing aborted) and the job's result.

@@ -3,11 +3,12 @@
 //! `joins`) so that a job's context can hold them.
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, watch};
 
-use crate::channels::DataIn;
+use crate::channels::{ControlRead, ControlWrite, DataIn};
 use crate::identity::Fingerprint;
 use crate::protocol::DataHeader;
 use crate::quic_config::Link;
@@ -28,6 +29,21 @@ pub(super) struct Slot {
     pub(super) streams: u32,
     /// Connections the job announced, its own included.
     pub(super) connections: u16,
+    /// Where a joined connection hands its join stream when the sender moves the job's
+    /// control channel there (`take-over`).
+    pub(super) take_over: mpsc::Sender<TakeOver>,
+    /// Joined connections still open.
+    pub(super) joined_open: Arc<AtomicUsize>,
+}
+
+/// A joined connection's join stream, which now carries the job's control channel.
+pub(super) struct TakeOver {
+    /// The stream's halves.
+    pub(super) control: (ControlRead, ControlWrite),
+    /// The connection that carries it.
+    pub(super) conn: quinn::Connection,
+    /// Its number within the job.
+    pub(super) number: u16,
 }
 
 struct Entry {

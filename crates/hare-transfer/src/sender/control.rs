@@ -1,16 +1,17 @@
 //! The control channel after the handshake: one task reads the receiver's messages and
-//! forwards what the run loop needs, one task is the only writer.
+//! forwards what the run loop needs, one task is the only writer (module `control_move`,
+//! which also moves the channel when a job over several connections loses its first one).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
-use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
 
 use super::gone::Words;
-use crate::channels::{ControlRead, ControlWrite};
+use crate::channels::ControlRead;
 use crate::intervals::Remote;
-use crate::protocol::{read_frame, write_frame, FailCode, ToReceiver, ToSender};
+use crate::protocol::{read_frame, FailCode, ToSender};
 
 /// A file's verdict: verified and renamed, or why not.
 pub(super) type Verdict = (bool, Option<String>);
@@ -69,83 +70,146 @@ pub(super) fn verdict_channels(
     (txs, rxs)
 }
 
+/// The files still waiting for their verdict, each with the channel it goes to.
+pub(super) type Waiting = Arc<Mutex<HashMap<u32, oneshot::Sender<Verdict>>>>;
+
+/// What every reader of the control channel (the first, and one after each move) shares.
+#[derive(Clone)]
+pub(super) struct Reading {
+    /// The run loop.
+    pub(super) to_loop: mpsc::Sender<Ctl>,
+    pub(super) verdicts: Waiting,
+    pub(super) restarts: super::restarts::Restarts,
+    pub(super) words: Words,
+    /// The channel moved: the receiver says its verdicts and pending restarts again.
+    pub(super) moved: Arc<AtomicBool>,
+    /// The receiver's `done` came.
+    pub(super) done: Arc<AtomicBool>,
+}
+
+/// How a reader ended: which one (moves count them), the reason in words, and whether the
+/// receiver ended the channel cleanly.
+pub(super) struct ReadEnd {
+    pub(super) generation: u32,
+    pub(super) reason: String,
+    pub(super) clean: bool,
+}
+
 /// Read the receiver's messages until the channel ends: intervals and the final `done` go to
-/// `to_loop`, file verdicts to their file's task; how the channel ended is said in `words`.
+/// the run loop, file verdicts to their file's task; how the channel ended goes to `ends`
+/// (the writer, which may move the channel), or to the run loop once the writer is gone.
 pub(super) fn spawn_reader(
     mut ctl_r: ControlRead,
-    to_loop: mpsc::Sender<Ctl>,
-    mut verdicts: HashMap<u32, oneshot::Sender<Verdict>>,
-    (restarts, words): (super::restarts::Restarts, Words),
+    rd: Reading,
+    (ends, generation): (mpsc::Sender<ReadEnd>, u32),
 ) {
     tokio::spawn(async move {
+        let Reading {
+            to_loop,
+            verdicts,
+            restarts,
+            words,
+            moved,
+            done,
+        } = rd;
         loop {
-            let msg = match read_frame::<_, ToSender>(&mut ctl_r).await {
-                Ok(Some(m)) => m,
-                Ok(None) => {
-                    let reason = words.closed("the receiver closed the control channel");
-                    let _ = to_loop.send(Ctl::Closed(reason)).await;
-                    return;
-                }
-                Err(e) => {
-                    let _ = to_loop.send(Ctl::Closed(words.error(&e, ""))).await;
-                    return;
-                }
-            };
-            let fwd = match msg {
-                ToSender::Interval {
-                    index,
-                    start_s,
-                    end_s,
-                    bytes,
-                    streams,
-                } => Ctl::Interval(
-                    index,
-                    Remote {
-                        start_s,
-                        end_s,
-                        bytes,
-                        streams,
-                    },
-                ),
-                // Only answers to requests this sender no longer makes.
-                ToSender::Progress { .. } => continue,
-                ToSender::FileRestart { index } if restarts.fire(index) => continue,
-                ToSender::FileRestart { index } => Ctl::Closed(format!(
-                    "the receiver restarted file {index}, which was not sent again"
-                )),
-                ToSender::FileResult {
-                    index,
-                    ok,
-                    reason,
-                    code,
-                } => {
-                    if let Some(tx) = verdicts.remove(&index) {
-                        let _ = tx.send((ok, in_words(reason, code)));
+            let (reason, clean) = match read_frame::<_, ToSender>(&mut ctl_r).await {
+                Ok(Some(m)) => {
+                    if let Some(fwd) = forward(m, &verdicts, &restarts, &moved) {
+                        if matches!(fwd, Ctl::Done(_)) {
+                            done.store(true, Ordering::Relaxed);
+                        }
+                        if to_loop.send(fwd).await.is_err() {
+                            return;
+                        }
                     }
                     continue;
                 }
-                ToSender::Done {
-                    bytes,
-                    seconds,
-                    cpu_pct,
-                    streams,
-                } => Ctl::Done(Done {
-                    bytes,
-                    seconds,
-                    cpu_pct,
-                    streams,
-                }),
-                ToSender::StopSending { reason } => Ctl::StopAsked(reason),
-                other => Ctl::Closed(format!(
-                    "unexpected `{}` message from the receiver",
-                    message_type(&other)
-                )),
+                Ok(None) => (
+                    words.closed("the receiver closed the control channel"),
+                    true,
+                ),
+                Err(e) => (words.error(&e, ""), false),
             };
-            if to_loop.send(fwd).await.is_err() {
-                return;
+            let end = ReadEnd {
+                generation,
+                reason,
+                clean,
+            };
+            if let Err(mpsc::error::SendError(end)) = ends.send(end).await {
+                let _ = to_loop.send(Ctl::Closed(end.reason)).await;
             }
+            return;
         }
     });
+}
+
+/// What the run loop gets of one message from the receiver (`None`: nothing, it was a
+/// verdict for a file's task or needs no answer).
+fn forward(
+    msg: ToSender,
+    verdicts: &Waiting,
+    restarts: &super::restarts::Restarts,
+    moved: &AtomicBool,
+) -> Option<Ctl> {
+    let fwd = match msg {
+        ToSender::Interval {
+            index,
+            start_s,
+            end_s,
+            bytes,
+            streams,
+        } => Ctl::Interval(
+            index,
+            Remote {
+                start_s,
+                end_s,
+                bytes,
+                streams,
+            },
+        ),
+        // Only answers to requests this sender no longer makes.
+        ToSender::Progress { .. } => return None,
+        ToSender::FileRestart { index } if restarts.fire(index) => return None,
+        // Said again after a move: the file was restarted already.
+        ToSender::FileRestart { .. } if moved.load(Ordering::Relaxed) => return None,
+        ToSender::FileRestart { index } => Ctl::Closed(format!(
+            "the receiver restarted file {index}, which was not sent again"
+        )),
+        ToSender::FileResult {
+            index,
+            ok,
+            reason,
+            code,
+        } => {
+            let tx = lock(verdicts).remove(&index);
+            if let Some(tx) = tx {
+                let _ = tx.send((ok, in_words(reason, code)));
+            }
+            return None;
+        }
+        ToSender::Done {
+            bytes,
+            seconds,
+            cpu_pct,
+            streams,
+        } => Ctl::Done(Done {
+            bytes,
+            seconds,
+            cpu_pct,
+            streams,
+        }),
+        ToSender::StopSending { reason } => Ctl::StopAsked(reason),
+        other => Ctl::Closed(format!(
+            "unexpected `{}` message from the receiver",
+            message_type(&other)
+        )),
+    };
+    Some(fwd)
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The receiver's reason, led by the kind of failure in words when it sent one (`disk full
@@ -158,23 +222,17 @@ fn in_words(reason: Option<String>, code: Option<FailCode>) -> Option<String> {
     }
 }
 
-/// The only writer of the control channel after the hello; when every sender of `from` is
-/// gone it ends the stream cleanly. A write error reaches the run loop as [`Ctl::Closed`],
-/// in `words`.
-pub(super) fn spawn_writer(
-    mut ctl_w: ControlWrite,
-    mut from: mpsc::Receiver<ToReceiver>,
-    errors: mpsc::Sender<Ctl>,
-    words: Words,
-) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        while let Some(m) = from.recv().await {
-            if let Err(e) = write_frame(&mut ctl_w, &m).await {
-                let reason = words.error(&e, "control channel");
-                let _ = errors.send(Ctl::Closed(reason)).await;
-                return;
-            }
-        }
-        let _ = ctl_w.shutdown().await;
-    })
+/// A reader whose end goes straight to the run loop (no writer moves this channel).
+pub(super) fn spawn_lone_reader(ctl_r: ControlRead, to_loop: mpsc::Sender<Ctl>, words: Words) {
+    let rd = Reading {
+        to_loop,
+        verdicts: Arc::default(),
+        restarts: super::restarts::Restarts::default(),
+        words,
+        moved: Arc::default(),
+        done: Arc::default(),
+    };
+    // No one receives the end: the reader says it to the run loop.
+    let (ends, _) = mpsc::channel(1);
+    spawn_reader(ctl_r, rd, (ends, 0));
 }

@@ -23,7 +23,10 @@ const JOIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// One further connection and the thread that drives it.
 struct Extra {
+    number: u16,
     conn: quinn::Connection,
+    /// The stream it joined on, kept for a move of the job's control channel.
+    control: Option<Control>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -73,8 +76,10 @@ impl Extras {
         let mut extras = Extras(Vec::new());
         for (i, ready, stop, thread) in waits {
             match ready.await {
-                Ok(Ok(conn)) => extras.0.push(Extra {
+                Ok(Ok((conn, control))) => extras.0.push(Extra {
+                    number: i,
                     conn,
+                    control: Some(control),
                     stop: Some(stop),
                     thread: Some(thread),
                 }),
@@ -109,15 +114,18 @@ impl Extras {
                     )))
                 }
             };
-            let (mut w, mut r) = conn.open_bi().await.map_err(|e| {
+            let (w, r) = conn.open_bi().await.map_err(|e| {
                 TransferError::Connection(format!(
                     "connection {number}: opening its control stream: {e}"
                 ))
             })?;
             let _ = w.set_priority(1);
+            let (mut r, mut w): Control = (Box::new(r), Box::new(w));
             say_join(&mut r, &mut w, (&session, number, token.clone())).await?;
             extras.0.push(Extra {
+                number,
                 conn,
+                control: Some((r, w)),
                 stop: None,
                 thread: None,
             });
@@ -128,6 +136,22 @@ impl Extras {
     /// The connections, in their order (connection 1 first).
     pub(super) fn conns(&self) -> Vec<quinn::Connection> {
         self.0.iter().map(|e| e.conn.clone()).collect()
+    }
+
+    /// The streams the connections joined on, for moving the job's control channel there
+    /// (taken once).
+    pub(super) fn standby(&mut self) -> std::collections::VecDeque<super::control_move::Standby> {
+        let mut out = std::collections::VecDeque::new();
+        for e in &mut self.0 {
+            if let Some(control) = e.control.take() {
+                out.push_back(super::control_move::Standby {
+                    number: e.number,
+                    conn: e.conn.clone(),
+                    control,
+                });
+            }
+        }
+        out
     }
 
     /// Close them all (the job is over) and let their threads end, bounded.
@@ -160,7 +184,7 @@ struct Drive {
     host: String,
     session: [u8; 12],
     number: u16,
-    ready: oneshot::Sender<Result<quinn::Connection>>,
+    ready: oneshot::Sender<Result<(quinn::Connection, Control)>>,
     stop: oneshot::Receiver<()>,
 }
 
@@ -190,14 +214,14 @@ fn drive(d: Drive) {
                 JOIN_TIMEOUT.as_secs()
             )))
         });
-        let (conn, endpoint, _control, mut qlog) = match joined {
+        let (conn, endpoint, control, mut qlog) = match joined {
             Ok(j) => j,
             Err(e) => {
                 let _ = d.ready.send(Err(e));
                 return;
             }
         };
-        if d.ready.send(Ok(conn.clone())).is_ok() {
+        if d.ready.send(Ok((conn.clone(), control))).is_ok() {
             // The job is over when the sender says so or drops the handle.
             let _ = d.stop.await;
         }
@@ -211,12 +235,15 @@ fn drive(d: Drive) {
     });
 }
 
-/// A joined connection: the connection, its endpoint, its control channel (kept open while
-/// the connection lives) and its qlog (`--qlog`).
+/// A joined connection's control stream: the one it joined on.
+type Control = (crate::channels::ControlRead, crate::channels::ControlWrite);
+
+/// A joined connection: the connection, its endpoint, its control stream and its qlog
+/// (`--qlog`).
 type Joined = (
     quinn::Connection,
     quinn::Endpoint,
-    (crate::channels::ControlRead, crate::channels::ControlWrite),
+    Control,
     Option<crate::qlog::ConnectionQlog>,
 );
 

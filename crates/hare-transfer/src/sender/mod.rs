@@ -30,6 +30,7 @@ use crate::trust::Trust;
 mod bar;
 mod connect;
 mod control;
+mod control_move;
 mod finish;
 mod gone;
 mod grow;
@@ -55,7 +56,7 @@ mod writers;
 pub use crate::protocol::MAX_RETRIES;
 /// Size of one write of bulk data (iperf3's `blksize`), for both sides' JSON documents.
 use connect::{connect, Connected};
-use control::{spawn_reader, spawn_writer, verdict_channels, Ctl};
+use control::{verdict_channels, Ctl};
 use finish::{add_refused, close_connection, file_reports, iperf_context, link_reports, summarise};
 use gone::Words;
 use handshake::{hello, Welcome};
@@ -364,7 +365,7 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         host: &host,
         session: session.unwrap_or_default(),
     };
-    let (extras, stripes) =
+    let (mut extras, stripes) =
         match further_connections(more, &opener, (&features, &software), granted).await {
             Ok(x) => x,
             Err(e) => {
@@ -415,6 +416,7 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         multi: rec.log.printer().multi(),
         ctl: (ctl_r, ctl_w),
         stripes: stripes.clone(),
+        moves: moves(&opener, extras.as_mut(), &features),
     });
 
     let mut inputs = Inputs {
@@ -523,6 +525,29 @@ struct StartJob<'a> {
     multi: Option<&'a MultiProgress>,
     ctl: (crate::channels::ControlRead, crate::channels::ControlWrite),
     stripes: Option<Arc<stripes::Stripes>>,
+    moves: Option<control_move::Moves>,
+}
+
+/// Where the control channel may move should the first connection be lost: the further
+/// connections' join streams, when the receiver takes a `take-over`.
+fn moves(
+    opener: &Opener,
+    extras: Option<&mut join::Extras>,
+    features: &[String],
+) -> Option<control_move::Moves> {
+    let (Opener::Quic(first), Some(extras)) = (opener, extras) else {
+        return None;
+    };
+    if !features
+        .iter()
+        .any(|f| f == crate::protocol::feature::TAKE_OVER)
+    {
+        return None;
+    }
+    Some(control_move::Moves {
+        first: first.clone(),
+        standby: extras.standby(),
+    })
 }
 
 /// `-C N`: connections 1 to N-1 joined to the job, and the job's connections as stripes;
@@ -593,19 +618,22 @@ fn start_job(j: StartJob<'_>) -> Started {
         multi,
         ctl: (ctl_r, ctl_w),
         stripes,
+        moves,
     } = j;
     let (ctl_tx, ctl_rx) = mpsc::channel::<Ctl>(256);
     let (verdict_txs, verdict_rxs) = verdict_channels(sources.len());
     let restarts = restarts::Restarts::default();
     let words = Words::for_sender(matches!(opener, Opener::Tcp { .. }));
-    spawn_reader(
-        ctl_r,
-        ctl_tx.clone(),
-        verdict_txs,
-        (restarts.clone(), words),
-    );
+    let reading = control::Reading {
+        to_loop: ctl_tx.clone(),
+        verdicts: Arc::new(std::sync::Mutex::new(verdict_txs)),
+        restarts: restarts.clone(),
+        words,
+        moved: Arc::default(),
+        done: Arc::default(),
+    };
     let (out_tx, out_rx) = mpsc::channel::<ToReceiver>(256);
-    let writer = spawn_writer(ctl_w, out_rx, ctl_tx.clone(), words);
+    let writer = control_move::spawn_control((ctl_r, ctl_w), moves, out_rx, reading);
     let stop_flag = Arc::new(AtomicBool::new(false));
     let shared = DataShared {
         opener: opener.clone(),

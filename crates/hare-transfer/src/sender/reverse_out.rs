@@ -29,7 +29,7 @@ use crate::report::{OutputOptions, Printer, RunLog};
 use crate::stop::Stop;
 use crate::tcp::TcpOptions;
 
-use super::control::{spawn_reader, Ctl};
+use super::control::{spawn_lone_reader, Ctl};
 use super::finish::{iperf_context, summarise};
 use super::gone::Words;
 use super::opener::{lock, Opener};
@@ -213,13 +213,8 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
         first_exit: None,
     };
     let (ctl_tx, ctl_rx) = mpsc::channel::<Ctl>(256);
-    spawn_reader(
-        ctl_r,
-        ctl_tx,
-        HashMap::new(),
-        // This side's peer is hare-send: its own words, not a receiver that went away.
-        (super::restarts::Restarts::default(), Words::AsItWas),
-    );
+    // This side's peer is hare-send: its own words, not a receiver that went away.
+    spawn_lone_reader(ctl_r, ctl_tx, Words::AsItWas);
     // Bulk writers send nothing on the control channel; this side writes its two frames
     // itself.
     let (out_tx, _unused) = mpsc::channel::<ToReceiver>(1);

@@ -54,6 +54,16 @@ pub(super) struct Context<'a> {
     pub(super) words: Words,
 }
 
+impl Context<'_> {
+    /// The first connection's close reason, once it closed.
+    fn opener_closed(&self) -> Option<quinn::ConnectionError> {
+        match self.opener {
+            Opener::Quic(c) => c.close_reason(),
+            Opener::Tcp { .. } => None,
+        }
+    }
+}
+
 /// How the loop ended.
 pub(super) struct State {
     /// The interval accounting.
@@ -148,7 +158,9 @@ fn on_tick(rec: &mut Recorder, st: &mut State, cx: &Context<'_>) {
     for line in st.lines.tick(st.ticks, now_s, sample) {
         rec.log.line(line);
     }
-    if let Opener::Quic(c) = cx.opener {
+    // A first connection lost in a job over several is said once, by the control channel's
+    // move, not again as silence.
+    if let (Opener::Quic(c), None) = (cx.opener, cx.opener_closed()) {
         let heard = c.stats().udp_rx.datagrams;
         if let Some(message) = st.silence.check(heard, Instant::now()) {
             rec.log.event(Event {

@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 
 use crate::error::{Result, TransferError};
 
@@ -27,7 +27,13 @@ pub(crate) struct Stripes {
     /// How far a file's ranges may run ahead of its oldest range not yet acknowledged:
     /// one granted window per connection (a receiver holds twice that of one file).
     pub(crate) ahead: u64,
+    /// Places for files whose ranges are all sent and wait for their acknowledgement.
+    acking: Arc<Semaphore>,
 }
+
+/// Files of a job that may wait for their ranges' acknowledgement at once (each holds its
+/// file open): enough for a round trip's worth of small files at the `-P` default.
+const ACKING: usize = 256;
 
 impl Stripes {
     /// The job's connections, the first (control) connection first, with the window the
@@ -43,6 +49,7 @@ impl Stripes {
             free: Notify::new(),
             chunk,
             ahead,
+            acking: Arc::new(Semaphore::new(ACKING)),
         })
     }
 
@@ -85,6 +92,11 @@ impl Stripes {
             }
             notified.await;
         }
+    }
+
+    /// The places of files waiting for their ranges' acknowledgement.
+    pub(crate) fn acking(&self) -> Arc<Semaphore> {
+        self.acking.clone()
     }
 
     /// Connection `i`'s handle.

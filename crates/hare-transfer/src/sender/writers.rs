@@ -248,7 +248,8 @@ impl FileOut {
 }
 
 /// Open the way file `header.index` travels from `header.offset`: over several connections,
-/// ranges when more than a chunk is left, else one stream on the connection given the fewest
+/// ranges (one for a file of at most a chunk), so that what a lost connection carried goes
+/// again on another, and an empty file's one stream on the connection given the fewest
 /// bytes; over one, a stream of `opener`.
 async fn open_out(
     io: &FileIo,
@@ -260,7 +261,7 @@ async fn open_out(
         return Ok(FileOut::One(io.opener.open(header).await?));
     };
     let left = size - header.offset;
-    if left > stripes.chunk {
+    if left > 0 {
         let file = file
             .try_clone()
             .map_err(|e| crate::error::TransferError::Config(format!("cannot reopen: {e}")))?;
@@ -584,6 +585,21 @@ async fn send_file(
             }
         }
     };
+    // Over several connections the file's ranges are now all handed over; waiting for their
+    // acknowledgement takes a round trip, during which the next file may stream (a bounded
+    // number of files wait so, each holding its file open to send a lost range again).
+    let acking = match &out {
+        FileOut::Striped(_) => io.stripes.as_ref().map(|s| s.acking()),
+        FileOut::One(_) => None,
+    };
+    let (permit, acking) = match acking {
+        Some(slots) => {
+            let place = slots.acquire_owned().await.ok();
+            drop(permit);
+            (None, place)
+        }
+        None => (Some(permit), None),
+    };
     if let Err(e) = out.finish().await {
         // Ranges end here, acknowledged or stopped: a stop is the receiver giving up.
         return fail(
@@ -599,7 +615,7 @@ async fn send_file(
     if ctl.send(done).await.is_err() {
         return fail("the control channel closed".into(), offset, attempts);
     }
-    drop(permit);
+    drop((permit, acking));
     if let Some(b) = &io.bar {
         b.finish();
     }

@@ -18,6 +18,7 @@ use crate::error::TransferError;
 use crate::intervals::{settle, ArrivalIntervals};
 use crate::protocol::FailCode;
 use crate::protocol::{DataHeader, DataKind, FileEntry, ToReceiver, ToSender, MAX_RETRIES};
+use crate::receiver::sessions::TakeOver;
 use crate::receiver::DURATION_GRACE;
 use crate::recvfile::{
     plan_file, Batch, Failure, FinalNames, Planned, Published, Target, Verified,
@@ -74,6 +75,11 @@ pub(super) struct Running {
     needs_bulk_end: bool,
     /// The sender's `bulk-end` came.
     bulk_ended: bool,
+    /// The file verdicts said so far, said again after the control channel moved.
+    said: Vec<ToSender>,
+    /// The control channel moved to a joined connection: the sender repeats what it said of
+    /// files still without a verdict, so a repeated digest, retry or abandon is no error.
+    took_over: bool,
 }
 
 /// What sending a file again needs: the manifest entries (a retry changes only the size and
@@ -97,11 +103,15 @@ struct Again {
 }
 
 mod ranges;
+mod take_over;
+use take_over::next_take_over;
 
 /// What one event of the loop decided.
 enum Step {
     Go,
     Stop(Option<TransferError>),
+    /// The sender moved the control channel (`take-over`).
+    Moved(TakeOver),
 }
 
 impl Running {
@@ -179,6 +189,8 @@ impl Running {
             again,
             needs_bulk_end: needs_end && !files_job,
             bulk_ended: false,
+            said: Vec::new(),
+            took_over: false,
         }
     }
 
@@ -192,7 +204,7 @@ impl Running {
         &mut self,
         out: &mut Out,
         log: &mut RunLog,
-        mut ctl_rx: mpsc::Receiver<Ctl>,
+        (mut ctl_rx, mut take_rx): (mpsc::Receiver<Ctl>, Option<mpsc::Receiver<TakeOver>>),
         mut data_rx: mpsc::Receiver<(DataHeader, DataIn)>,
     ) -> Option<TransferError> {
         let (fin_tx, mut fin_rx) = mpsc::channel::<Finished>(self.expected.max(1));
@@ -206,7 +218,8 @@ impl Running {
             let due = self.batch.as_ref().and_then(Batch::due);
             let step = tokio::select! {
                 _ = ticker.tick() => self.tick(out, log).await,
-                m = ctl_rx.recv() => self.control(m, out, log).await,
+                m = ctl_rx.recv(), if out.lost.is_none() => self.control(m, out, log).await,
+                Some(t) = next_take_over(&mut take_rx) => Step::Moved(t),
                 d = data_rx.recv(), if self.finished < self.expected => self.data(d, &fin_tx),
                 f = fin_rx.recv() => self.verdict(f, out, log).await,
                 _ = tokio::time::sleep_until(due.unwrap_or(far).into()), if due.is_some() => {
@@ -216,13 +229,18 @@ impl Running {
                     "the timed job overran its duration".into(),
                 ))),
             };
-            if let Step::Stop(why) = step {
-                return why;
+            match step {
+                Step::Go => {}
+                Step::Stop(why) => return why,
+                Step::Moved(t) => match self.take_over(t, out, log).await {
+                    Ok(rx) => ctl_rx = rx,
+                    Err(e) => return Some(e),
+                },
             }
         }
         match self.flush(out, log).await {
-            Step::Go => None,
             Step::Stop(why) => why,
+            _ => None,
         }
     }
 
@@ -319,6 +337,9 @@ impl Running {
             self.last_progress = Instant::now();
         }
         self.last_bytes = b;
+        if let Some(e) = out.wait_over() {
+            return Step::Stop(Some(e));
+        }
         // A client that keeps its connection alive but sends nothing would hold a job slot
         // for ever.
         if self.last_progress.elapsed() >= self.stall_after {
@@ -359,6 +380,10 @@ impl Running {
     async fn control(&mut self, m: Option<Ctl>, out: &mut Out, log: &mut RunLog) -> Step {
         let m = match m {
             Some(Ctl::Msg(m)) => m,
+            Some(Ctl::Closed(Some(e))) if out.may_wait() => {
+                out.lose(e);
+                return Step::Go;
+            }
             Some(Ctl::Closed(Some(e))) => return Step::Stop(Some(e)),
             Some(Ctl::Closed(None)) | None => {
                 return Step::Stop(Some(TransferError::Connection(crate::peer_gone::closed(
@@ -382,6 +407,8 @@ impl Running {
                     let _ = tx.send(Ok(blake3));
                     Step::Go
                 }
+                // Said again after the control channel moved: the first one counts.
+                None if self.took_over && self.again.entries.contains_key(&index) => Step::Go,
                 None => Step::Stop(Some(TransferError::Protocol(format!(
                     "digest for unknown or finished file {index}"
                 )))),
@@ -396,6 +423,9 @@ impl Running {
             }
             ToReceiver::Join { .. } => Step::Stop(Some(TransferError::Protocol(
                 "a join on a connection that already holds a job".into(),
+            ))),
+            ToReceiver::TakeOver { .. } => Step::Stop(Some(TransferError::Protocol(
+                "a take-over on the job's control channel itself".into(),
             ))),
             ToReceiver::BulkEnd { .. } if self.files_job => Step::Stop(Some(
                 TransferError::Protocol("bulk-end in a file job".into()),
@@ -424,6 +454,13 @@ impl Running {
                 mtime_ns,
                 attempt,
             } => {
+                if self.took_over
+                    && attempt.is_some()
+                    && self.again.attempt.get(&index) == attempt.as_ref()
+                {
+                    // Said again after the control channel moved: taken already.
+                    return Step::Go;
+                }
                 if let Some(a) = attempt {
                     self.again.attempt.insert(index, a);
                 }
@@ -667,6 +704,10 @@ impl Running {
             return Step::Go;
         }
         let Some(p) = self.planned.remove(&index) else {
+            if self.took_over {
+                // Said again after the control channel moved; its data channel came.
+                return Step::Go;
+            }
             return Step::Stop(Some(TransferError::Protocol(format!(
                 "file {index} given up as unsent, but its data channel came"
             ))));
@@ -761,6 +802,7 @@ impl Running {
             reason,
             code,
         };
+        self.said.push(verdict.clone());
         match out.send(&verdict).await {
             Ok(()) => Step::Go,
             Err(e) => Step::Stop(Some(e)),
