@@ -471,6 +471,7 @@ fn fingerprint_lines(fp: &str, columns: Option<usize>) -> Vec<String> {
 }
 
 fn main() -> ExitCode {
+    raise_open_files_limit();
     let kind = match run(Cli::parse()) {
         Ok(kind) => kind,
         Err(Failed(kind, e)) => {
@@ -479,4 +480,17 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(kind.code())
+}
+
+/// Each data stream of a job holds its file open here, up to 512 at once per job: lift the
+/// soft limit on open files to the hard one (setrlimit(2), as servers that hold many files
+/// do), since the usual soft default of 1024 would fail the files of two busy jobs. A limit
+/// that cannot be raised stays, and running out says so in the file's verdict.
+fn raise_open_files_limit() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        if soft < hard {
+            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+        }
+    }
 }
