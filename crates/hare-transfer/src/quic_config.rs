@@ -35,6 +35,13 @@ pub const DEFAULT_SEND_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default `--keep-alive` of the sender: a PING this often keeps ACKs coming while no data
 /// flows (a file waiting for its verdict), so silence means the path or the peer is gone.
 pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(2);
+/// How long a side that is done waits for its endpoint to go idle after closing its
+/// connections before it exits. Closing queues a CONNECTION_CLOSE that the endpoint's driver
+/// sends at once; the rest of the wait is the draining period (three probe timeouts, about
+/// 0.4 s at 80 ms, RFC 9000 section 10.2), which only answers a peer that missed the close.
+/// Such a peer is not stuck: a receiver gives a finished job's connection up after its
+/// linger (5 s). The job's verdicts are in before the close, so the user waits for no more.
+pub(crate) const CLOSE_FLUSH: Duration = Duration::from_millis(100);
 /// Default `--connect-timeout`: a handshake that gets no answer is given up this soon.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 

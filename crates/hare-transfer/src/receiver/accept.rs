@@ -185,7 +185,16 @@ pub(super) fn plan_job(
                 }
                 match plan_file(&target, f, *resume, existing, names) {
                     Ok(Decision::Send(p)) => {
-                        plans.push(p.plan(i as u32));
+                        // A file sent whole from its start needs no plan (a sender takes a
+                        // missing one so): a welcome of thousands of new files stays a few
+                        // packets, not several round trips of a cold window.
+                        let plan = p.plan(i as u32);
+                        let whole = plan.have == 0
+                            && plan.have_blake3.is_none()
+                            && plan.have_ranges.is_empty();
+                        if !whole {
+                            plans.push(plan);
+                        }
                         planned.insert(i as u32, *p);
                     }
                     Ok(Decision::Skip(why)) => plans.push(FilePlan {

@@ -74,7 +74,7 @@ pub async fn receive_from(
     let ctx = dial.job_ctx(conn.clone(), hello_deadline, observer, true);
     let res = serve_connection(ctx, &conn).await;
     close_after(&conn, &res).await;
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), endpoint.wait_idle()).await;
+    let _ = tokio::time::timeout(crate::quic_config::CLOSE_FLUSH, endpoint.wait_idle()).await;
     res
 }
 

@@ -226,7 +226,7 @@ fn drive(d: Drive) {
             let _ = d.stop.await;
         }
         conn.close(quinn::VarInt::from_u32(close::DONE), b"done");
-        let _ = tokio::time::timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
+        let _ = tokio::time::timeout(crate::quic_config::CLOSE_FLUSH, endpoint.wait_idle()).await;
         if let Some(q) = qlog.as_mut() {
             // This connection's controller decisions, in its qlog's sidecar.
             let events: Vec<_> = observer.drain_all().into_iter().map(|(_, e)| e).collect();

@@ -462,7 +462,7 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
     drop(shared);
     let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
     if let Some(e) = endpoint {
-        let _ = tokio::time::timeout(Duration::from_secs(1), e.wait_idle()).await;
+        let _ = tokio::time::timeout(crate::quic_config::CLOSE_FLUSH, e.wait_idle()).await;
     }
     if let Some(q) = qlog.as_mut() {
         let rest: Vec<_> = observer.drain_all().into_iter().map(|(_, e)| e).collect();

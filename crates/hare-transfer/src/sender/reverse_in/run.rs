@@ -291,7 +291,7 @@ pub(in crate::sender) async fn take(
     let run = log.finish(summary)?;
     close_connection(&t.opener, false);
     if let Some(e) = &t.endpoint {
-        let _ = tokio::time::timeout(Duration::from_secs(1), e.wait_idle()).await;
+        let _ = tokio::time::timeout(crate::quic_config::CLOSE_FLUSH, e.wait_idle()).await;
     }
     match end.failure {
         Some(e) if !end.interrupted => Err(e),
