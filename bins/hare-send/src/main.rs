@@ -90,9 +90,11 @@ struct SendArgs {
     parallel: Option<u16>,
     /// QUIC connections that carry the job, each on its own UDP socket and thread with its
     /// own controller: past one core, and past one flow's loss-bound rate on a lossy long
-    /// path. A big file travels as ranges over all of them; bulk puts -P streams on each. N
-    /// connections take about N flows' share of a shared bottleneck: for dedicated or
-    /// under-used paths (as GridFTP's parallel streams).
+    /// path. Files travel as ranges of at most --chunk over all of them, and a lost
+    /// connection's ranges go again on the others (the job's control channel too, when the
+    /// first is lost); bulk puts -P streams on each. N connections take about N flows' share
+    /// of a shared bottleneck: for dedicated or under-used paths (as GridFTP's parallel
+    /// streams).
     #[arg(
         short = 'C',
         long = "connections",
