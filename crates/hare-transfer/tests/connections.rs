@@ -297,13 +297,77 @@ async fn join_as(
     who: &hare_transfer::identity::Identity,
     (session, token): (&str, Option<&str>),
 ) -> Option<ToSender> {
+    join_kept(f, fp, who, (session, token)).await.1
+}
+
+/// Join `session` as `who` as connection 1: the connection, and the receiver's answer.
+async fn join_kept(
+    f: &Fixture,
+    fp: hare_transfer::identity::Fingerprint,
+    who: &hare_transfer::identity::Identity,
+    (session, token): (&str, Option<&str>),
+) -> (hostile::Hostile, Option<ToSender>) {
     let mut j = hostile::connect_as(f.recv.addr, fp, None, who, [127, 0, 0, 1].into()).await;
-    j.hello(&ToReceiver::Join {
-        session: session.to_owned(),
-        connection: 1,
-        token: token.map(str::to_owned),
-    })
-    .await
+    let answer = j
+        .hello(&ToReceiver::Join {
+            session: session.to_owned(),
+            connection: 1,
+            token: token.map(str::to_owned),
+        })
+        .await;
+    (j, answer)
+}
+
+/// The next verdict on the control stream of `h`, past interval messages.
+async fn verdict_on(h: &mut hostile::Hostile) -> Option<ToSender> {
+    loop {
+        match h.hear().await {
+            Some(ToSender::Interval { .. }) => continue,
+            other => return other,
+        }
+    }
+}
+
+#[test]
+fn after_a_take_over_a_repeated_digest_cannot_change_the_verdict() {
+    let f = fixture(None);
+    let fp = f.recv.fingerprint.expect("quic");
+    let me = hare_transfer::testkit::test_sender();
+    let data = bytes(3, 1 << 20);
+    let digest = blake3::hash(&data).to_hex().to_string();
+    rt().block_on(async {
+        let (_first, session) = striped_job(&f, fp, None).await;
+        let (mut j, answer) = join_kept(&f, fp, &me, (&session, None)).await;
+        assert!(matches!(answer, Some(ToSender::Joined { connection: 1 })));
+        // The job's control channel moves onto connection 1's stream, though connection 0
+        // still lives: the receiver reads the job's messages there from now on.
+        j.say(&ToReceiver::TakeOver { connection: 1 }).await;
+        j.file_data(0, 0, &data, true).await;
+        j.say(&ToReceiver::FileDone {
+            index: 0,
+            blake3: digest,
+        })
+        .await;
+        // Said "again" with other bytes' digest: the first digest stands.
+        j.say(&ToReceiver::FileDone {
+            index: 0,
+            blake3: blake3::hash(b"other bytes").to_hex().to_string(),
+        })
+        .await;
+        match verdict_on(&mut j).await {
+            Some(ToSender::FileResult { index: 0, ok, .. }) => assert!(ok),
+            other => panic!("expected the verdict on the new stream, got {other:?}"),
+        }
+        assert!(matches!(
+            verdict_on(&mut j).await,
+            Some(ToSender::Done { .. })
+        ));
+    });
+    let got = std::fs::read(f.dst.path().join("x.bin")).expect("x.bin");
+    assert!(
+        got == data,
+        "x.bin holds the bytes whose digest was said first"
+    );
 }
 
 fn refused(answer: Option<ToSender>, why: &str) {

@@ -1,7 +1,11 @@
 //! Many small files in one job (made durable in batches), and sparse files written sparse.
 
-use std::os::unix::fs::MetadataExt;
+mod hostile;
 
+use std::os::unix::fs::MetadataExt;
+use std::time::Duration;
+
+use hare_transfer::protocol::ToSender;
 use hare_transfer::testkit::{recv_options, runtime as rt, send_options, BackgroundReceiver};
 use hare_transfer::{send, SendJob, Stop};
 
@@ -131,4 +135,40 @@ fn a_sparse_file_arrives_sparse_with_the_same_bytes() {
         allocated >= 12 << 10,
         "the data blocks are there: {allocated}"
     );
+}
+
+/// On a long path a data stream's credit comes back a round trip after its last byte, so the
+/// streams a job may hold open bound how many small files travel per round trip: a job of
+/// many new files may open 512 at once (each left unfinished here, so no credit returns), and
+/// its welcome lists no plan for files sent whole from byte 0.
+#[test]
+fn a_job_of_many_new_files_gets_512_streams_and_a_welcome_without_plans() {
+    let (id, dst) = (
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    );
+    let recv = receiver(dst.path(), id.path());
+    let fp = recv.fingerprint.expect("quic");
+    let names: Vec<String> = (0..600).map(|i| format!("f{i}")).collect();
+    let files: Vec<(&str, u64)> = names.iter().map(|n| (n.as_str(), 4096)).collect();
+    rt().block_on(async {
+        let mut h = hostile::connect(recv.addr, fp, None).await;
+        match h.hello(&hostile::files_hello(&files, false, None)).await {
+            Some(ToSender::Welcome { files, .. }) => assert!(files.is_empty(), "{files:?}"),
+            other => panic!("expected a welcome, got {other:?}"),
+        }
+        let mut open = Vec::new();
+        for i in 0..512u32 {
+            let opened = tokio::time::timeout(
+                Duration::from_secs(10),
+                h.file_data(i, 0, &[7u8; 100], false),
+            )
+            .await;
+            open.push(opened.unwrap_or_else(|_| panic!("stream {i} could not be opened")));
+        }
+        // The 513th waits for a credit that none of the open streams gives back.
+        let more = tokio::time::timeout(Duration::from_millis(500), h.conn.open_uni()).await;
+        assert!(more.is_err(), "a 513th stream opened");
+        drop(open);
+    });
 }
