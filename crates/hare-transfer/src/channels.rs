@@ -164,9 +164,9 @@ impl DataOut {
 /// The receiving end of a data channel, after its header was read.
 #[derive(Debug)]
 pub enum DataIn {
-    /// A QUIC unidirectional stream, read unordered, and the number of the job's connection
-    /// it came on (0: the job's own; `-C` adds 1, 2, ...).
-    Quic(quinn::RecvStream, u16),
+    /// A QUIC unidirectional stream, read unordered, the number of the job's connection it
+    /// came on (0: the job's own; `-C` adds 1, 2, ...) and that connection.
+    Quic(quinn::RecvStream, u16, quinn::Connection),
     /// A TCP connection and the payload offset of the next byte.
     Tcp(TcpStream, u64),
 }
@@ -175,15 +175,25 @@ impl DataIn {
     /// The number of the job's connection the channel came on (0 over kernel TCP).
     pub fn connection(&self) -> u16 {
         match self {
-            DataIn::Quic(_, n) => *n,
+            DataIn::Quic(_, n, _) => *n,
             DataIn::Tcp(..) => 0,
+        }
+    }
+
+    /// The channel's QUIC connection was lost to the path (a timeout or a reset, not closed
+    /// by either side): a job over several connections may continue what it carried on
+    /// another.
+    pub fn connection_lost_to_path(&self) -> bool {
+        match self {
+            DataIn::Quic(_, _, c) => crate::peer_gone::lost_to_path(c),
+            DataIn::Tcp(..) => false,
         }
     }
 
     /// The next piece of payload and its offset from the payload start; `None` at the end.
     pub async fn next(&mut self) -> Result<Option<(u64, Bytes)>> {
         match self {
-            DataIn::Quic(s, _) => match s.read_chunk(usize::MAX, false).await {
+            DataIn::Quic(s, _, _) => match s.read_chunk(usize::MAX, false).await {
                 Ok(Some(c)) => {
                     let off = c
                         .offset

@@ -1,6 +1,7 @@
 //! One job over several QUIC connections (`-C N`): a big file travels as ranges written in
 //! place, a tree spreads over the connections, a connection cut off mid-job hands its ranges
-//! to the others, and a connection that is not the job's own cannot join it.
+//! to the others (a bulk stream continues on another), and a connection that is not the
+//! job's own cannot join it.
 
 mod hostile;
 mod relay;
@@ -215,6 +216,53 @@ fn big_file_with_a_cut(cut: usize, after: u64) -> SendOutcome {
     out
 }
 
+/// A bulk job of `bytes` (`-n`) in one stream per connection over three connections,
+/// through a relay that blackholes connection `cut` once `after` bytes of it went through:
+/// the stream it carried continues on another connection and exactly `bytes` arrive.
+fn bulk_with_a_cut(cut: usize, after: u64) -> SendOutcome {
+    let f = fixture(None);
+    let relay = relay::Relay::start(f.recv.addr, Some((cut, after)));
+    let bulk = SendJob::Bulk {
+        bytes: Some(64 << 20),
+        seconds: None,
+        streams: 1,
+    };
+    let mut o = quick_to_notice(send_options(relay.addr, f.recv.trust(), bulk));
+    o.connections = 3;
+    let out = run(o);
+    assert!(relay.cut_happened(), "the relay cut connection {cut}");
+    assert_eq!(out.run.summary.as_ref().map(|s| s.bytes), Some(64 << 20));
+    out
+}
+
+#[test]
+fn a_bulk_stream_whose_connection_is_cut_off_continues_on_another() {
+    bulk_with_a_cut(1, 1 << 20);
+}
+
+#[test]
+fn a_timed_bulk_job_keeps_its_streams_when_a_connection_is_cut_off() {
+    let f = fixture(None);
+    let relay = relay::Relay::start(f.recv.addr, Some((1, 1 << 20)));
+    let bulk = SendJob::Bulk {
+        bytes: None,
+        seconds: Some(4.0),
+        streams: 1,
+    };
+    let mut o = quick_to_notice(send_options(relay.addr, f.recv.trust(), bulk));
+    o.connections = 3;
+    let out = run(o);
+    assert!(relay.cut_happened(), "the relay cut connection 1");
+    let ran = out.run.summary.as_ref().map_or(0.0, |s| s.seconds);
+    assert!(ran >= 3.9, "the job ran its time: {ran} s");
+}
+
+#[test]
+fn a_bulk_job_whose_first_connection_is_cut_off_completes() {
+    // Connection 0 carries the control channel too: it moves, and the stream continues.
+    bulk_with_a_cut(0, 4 << 20);
+}
+
 /// A lost connection noticed within 2 s.
 fn quick_to_notice(mut o: SendOptions) -> SendOptions {
     o.liveness.idle_timeout = Duration::from_secs(2);
@@ -224,8 +272,9 @@ fn quick_to_notice(mut o: SendOptions) -> SendOptions {
 
 #[test]
 fn a_connection_cut_off_mid_job_hands_its_ranges_to_the_others() {
-    // A joined connection (the second to appear).
-    big_file_with_a_cut(1, 4 << 20);
+    // A joined connection (the second to appear), cut early: it joins while the job already
+    // runs on connection 0.
+    big_file_with_a_cut(1, 1 << 20);
 }
 
 #[test]
@@ -242,7 +291,8 @@ fn a_job_whose_first_connection_is_cut_off_moves_its_control_channel_and_complet
 
 #[test]
 fn a_tree_whose_connections_are_cut_off_one_by_one_arrives_whole() {
-    for cut in [0, 1] {
+    // A further connection joins while the job already runs on connection 0: cut early.
+    for (cut, after) in [(0, 4 << 20), (1, 256 << 10)] {
         let f = fixture(None);
         let root = f.src.path().join("tree");
         // Small files (each one range) and one of several chunks, 12 MB in all.
@@ -253,7 +303,7 @@ fn a_tree_whose_connections_are_cut_off_one_by_one_arrives_whole() {
             std::fs::write(dir.join(format!("f{i}")), bytes(i, size)).expect("w");
         }
         big_file(&root.join("d0/big"), 12);
-        let relay = relay::Relay::start(f.recv.addr, Some((cut, 4 << 20)));
+        let relay = relay::Relay::start(f.recv.addr, Some((cut, after)));
         let out = run(quick_to_notice(job(relay.addr, &f, vec![root.clone()], 3)));
         assert!(relay.cut_happened(), "connection {cut} was cut");
         for i in 0..200u64 {
@@ -280,6 +330,8 @@ async fn striped_job(
         *striping = Some(Striping {
             connections: 2,
             chunk: 1 << 16,
+            moves_bulk: false,
+            tail_pieces: false,
         });
     }
     match h.hello(&hello).await {

@@ -86,6 +86,12 @@ pub mod feature {
     /// A job over several connections survives the loss of its first one: its control
     /// channel moves to a further connection's join stream (`take-over`).
     pub const TAKE_OVER: &str = "take-over";
+    /// A bulk stream of a job over several connections whose connection is lost to the path
+    /// continues on another (`bulk-lost`, from senders whose striping says `moves_bulk`).
+    pub const BULK_MOVES: &str = "bulk-moves";
+    /// Ranges in a file's last stretch end at multiples of a piece, a fraction of a chunk
+    /// (from senders whose striping says `tail_pieces`; module `cuts`).
+    pub const TAIL_PIECES: &str = "tail-pieces";
 }
 
 /// A session id from its hex form in a welcome.
@@ -103,6 +109,7 @@ pub fn parse_session(hex: &str) -> crate::error::Result<[u8; 12]> {
     Ok(out)
 }
 
+mod cuts;
 mod data;
 mod frame;
 mod job;

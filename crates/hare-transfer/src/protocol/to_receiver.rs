@@ -143,7 +143,6 @@ pub struct Reverse {
     pub rate_bps: Option<u64>,
 }
 
-/// For `skip_serializing_if`: a false flag is left out of the message.
 /// How a job is spread over several connections (`--connections`, `--chunk`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Striping {
@@ -152,8 +151,19 @@ pub struct Striping {
     /// Largest range of a file sent on one stream, bytes; a file with more to send than this
     /// travels as ranges ([`crate::protocol::DataKind::Range`]).
     pub chunk: u64,
+    /// The sender continues a bulk stream whose connection was lost on another one when the
+    /// receiver says [`ToSender::BulkLost`](crate::protocol::ToSender::BulkLost) (to
+    /// receivers that list [`feature::BULK_MOVES`]; absent, false, from older senders).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub moves_bulk: bool,
+    /// The sender cuts a file's last stretch into pieces when the receiver lists
+    /// [`feature::TAIL_PIECES`], and the receiver then expects them (absent, false, from
+    /// older senders: every range ends at a chunk multiple).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub tail_pieces: bool,
 }
 
+/// For `skip_serializing_if`: a false flag is left out of the message.
 fn is_false(b: &bool) -> bool {
     !*b
 }

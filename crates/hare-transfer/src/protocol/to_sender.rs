@@ -134,6 +134,19 @@ pub enum ToSender {
         /// Index in the manifest.
         index: u32,
     },
+    /// A bulk stream of a job over several connections broke with its connection (lost to
+    /// the path: a timeout or a reset): the sender continues it on another connection, a
+    /// stream whose header names the stream, offset `received` and attempt `attempt` (feature
+    /// [`feature::BULK_MOVES`](super::feature::BULK_MOVES)). Said again after a move of the
+    /// control channel; the sender acts on each attempt once.
+    BulkLost {
+        /// The bulk stream's number.
+        stream: u32,
+        /// Payload bytes of the stream the receiver has, all its attempts together.
+        received: u64,
+        /// How many times the stream was lost so far (1 the first time).
+        attempt: u16,
+    },
 }
 
 /// Reverse mode, after the welcome: what the remote sender (hare-recv) tells hare-send, which

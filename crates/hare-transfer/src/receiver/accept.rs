@@ -58,22 +58,22 @@ pub(super) fn check_credentials(
     .check(peer, token.as_deref())
 }
 
-/// Check the job of a Hello that passed [`check_credentials`] against the limits and the
-/// directory, and plan its files: the accepted job, the plans for the Welcome and the granted
-/// connection window. `Err` is the reason to refuse.
-/// The range size of a file job sent over several QUIC connections (the hello's striping,
+/// How a file job sent over several QUIC connections cuts its ranges (the hello's striping,
 /// when this receiver takes it), for the pieces a resumed file already holds.
-fn ranges_of(opts: &RecvOptions, hello: &ToReceiver) -> Option<u64> {
+fn ranges_of(opts: &RecvOptions, hello: &ToReceiver) -> Option<crate::protocol::Striping> {
     match hello {
         ToReceiver::Hello {
             striping: Some(st),
             reverse: None,
             ..
-        } if opts.tcp.is_none() && st.chunk >= crate::protocol::MIN_CHUNK => Some(st.chunk),
+        } if opts.tcp.is_none() && st.chunk >= crate::protocol::MIN_CHUNK => Some(*st),
         _ => None,
     }
 }
 
+/// Check the job of a Hello that passed [`check_credentials`] against the limits and the
+/// directory, and plan its files: the accepted job, the plans for the Welcome and the granted
+/// connection window. `Err` is the reason to refuse.
 pub(super) fn plan_job(
     opts: &RecvOptions,
     hello: &ToReceiver,
@@ -154,7 +154,7 @@ pub(super) fn plan_job(
                 owner: whose.owner,
                 limits: crate::recvfile::EarlyLimits::for_window(opts.link.window),
                 budget: whose.reorder.clone(),
-                chunk: ranges_of(opts, hello),
+                striping: ranges_of(opts, hello),
             };
             let root = &target.root;
             let entries = files.len() + dirs.len() + links.len();

@@ -26,12 +26,13 @@ use super::accept::{check_credentials, plan_job, Accepted};
 use super::ctx::{JobCtx, Whose};
 use super::gate::Ticket;
 use super::logs;
-use super::streams::{accept_quic_streams, bulk_stream, file_stream};
+use super::streams::{accept_quic_streams, bulk_stream, file_stream, BulkEnd};
 use super::{DURATION_GRACE, PROGRESS_RATE, REFUSE_TIMEOUT};
 
 /// What a data channel handler reports.
 enum Finished {
-    Bulk(Result<()>),
+    /// Bulk stream `n` ended: all of it came, it was lost with its connection, or it failed.
+    Bulk(u32, Result<BulkEnd>),
     /// A file stream ended: verified (to be made durable and published), or why not.
     File(u32, Result<Verified, Failure>),
 }
@@ -254,6 +255,8 @@ async fn welcome(
             feature::DEST.to_owned(),
             feature::CONNECTIONS.to_owned(),
             feature::TAKE_OVER.to_owned(),
+            feature::BULK_MOVES.to_owned(),
+            feature::TAIL_PIECES.to_owned(),
         ],
         links,
     })
@@ -553,7 +556,7 @@ fn digest_channels(
 
 /// `counters`: the job's payload count and this stream's.
 fn spawn_bulk(
-    input: DataIn,
+    (index, input): (u32, DataIn),
     fin: mpsc::Sender<Finished>,
     counters: (Arc<AtomicU64>, Arc<AtomicU64>),
     limit: Option<u64>,
@@ -561,7 +564,7 @@ fn spawn_bulk(
 ) {
     tokio::spawn(async move {
         let r = bulk_stream(input, counters, limit, time_up).await;
-        let _ = fin.send(Finished::Bulk(r)).await;
+        let _ = fin.send(Finished::Bulk(index, r)).await;
     });
 }
 

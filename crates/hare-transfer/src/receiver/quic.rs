@@ -238,7 +238,13 @@ pub(super) async fn close_after(conn: &quinn::Connection, res: &Result<()>) {
     if let Some(l) = linger {
         let _ = tokio::time::timeout(l, conn.closed()).await;
     }
-    conn.close(VarInt::from_u32(code), reason.as_bytes());
+    // A connection that ended already (timed out, reset) is left alone: closing it would
+    // replace its reason with a local close for the streams still to notice the end (quinn
+    // keeps the last reason), and a bulk stream of a job over several connections is
+    // continued only when its connection was lost to the path.
+    if conn.close_reason().is_none() {
+        conn.close(VarInt::from_u32(code), reason.as_bytes());
+    }
 }
 
 pub(super) async fn serve_connection(mut ctx: JobCtx, conn: &quinn::Connection) -> Result<()> {

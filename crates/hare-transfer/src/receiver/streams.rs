@@ -22,7 +22,7 @@ pub(super) async fn bulk_stream(
     (bytes, stream): (Arc<AtomicU64>, Arc<AtomicU64>),
     limit: Option<u64>,
     time_up: Option<Instant>,
-) -> Result<()> {
+) -> Result<BulkEnd> {
     loop {
         let b = match input.next().await {
             Ok(Some((_, b))) => b,
@@ -32,6 +32,7 @@ pub(super) async fn bulk_stream(
             // this side's clock, which starts half an RTT before the sender's) that is a
             // normal end.
             Err(_) if time_up.is_some_and(|t| Instant::now() >= t) => break,
+            Err(e) if input.connection_lost_to_path() => return Ok(BulkEnd::Lost(e)),
             Err(e) => return Err(e),
         };
         stream.fetch_add(b.len() as u64, Ordering::Relaxed);
@@ -42,7 +43,16 @@ pub(super) async fn bulk_stream(
             ));
         }
     }
-    Ok(())
+    Ok(BulkEnd::Done)
+}
+
+/// How a bulk stream ended without failing.
+pub(super) enum BulkEnd {
+    /// At its end, or at the timed job's end.
+    Done,
+    /// Its connection was lost to the path (the error says how): the stream may continue on
+    /// another connection of the job.
+    Lost(TransferError),
 }
 
 /// How long a broken file stream waits for the sender's word on why (a file it abandoned
@@ -180,11 +190,11 @@ pub(super) async fn accept_quic_streams(
     tx: mpsc::Sender<(DataHeader, DataIn)>,
 ) {
     while let Ok(mut s) = conn.accept_uni().await {
-        let tx = tx.clone();
+        let (tx, conn) = (tx.clone(), conn.clone());
         tokio::spawn(async move {
             if let Ok(Ok(h)) = tokio::time::timeout(HEADER_TIMEOUT, read_quic_header(&mut s)).await
             {
-                let _ = tx.send((h, DataIn::Quic(s, number))).await;
+                let _ = tx.send((h, DataIn::Quic(s, number, conn))).await;
             } else {
                 let _ = s.stop(VarInt::from_u32(close::PROTOCOL));
             }

@@ -74,22 +74,22 @@ pub(crate) fn read(file: &File) -> Vec<(u64, u64)> {
     std::str::from_utf8(&buf[..n.min(buf.len())]).map_or_else(|_| Vec::new(), decode)
 }
 
-/// The pieces a sender of ranges of `chunk` bytes, resuming a file of `size` bytes at
-/// `have`, would send (`[have, next multiple of chunk)`, whole chunks, the rest up to
-/// `size`) that lie wholly inside `ranges` (which are within the part file's `len`).
+/// The pieces a sender of ranges cut as `striping` says, resuming a file of `size` bytes at
+/// `have`, would send (from `have` to the next cut, then range by range up to `size`) that
+/// lie wholly inside `ranges` (which are within the part file's `len`).
 pub(crate) fn pieces(
     ranges: &[(u64, u64)],
     (have, size, len): (u64, u64, u64),
-    chunk: u64,
+    striping: &crate::protocol::Striping,
 ) -> Vec<(u64, u64)> {
     let mut out = Vec::new();
-    if chunk == 0 {
+    if striping.chunk == 0 {
         return out;
     }
     let end = size.min(len);
     let mut at = have;
     while at < end {
-        let next = ((at / chunk + 1) * chunk).min(size);
+        let next = striping.range_end(at, size).min(size);
         if next <= end && ranges.iter().any(|&(s, e)| s <= at && next <= e) {
             out.push((at, next));
         }
@@ -127,20 +127,30 @@ mod tests {
         }
     }
 
+    /// Ranges of `chunk` bytes over one connection (a piece is then a chunk too).
+    fn cut(chunk: u64) -> crate::protocol::Striping {
+        crate::protocol::Striping {
+            connections: 1,
+            chunk,
+            moves_bulk: false,
+            tail_pieces: false,
+        }
+    }
+
     #[test]
     fn pieces_are_the_senders_ranges_wholly_kept() {
         // Chunks of 10 over a file of 95 resumed at 13: the sender's ranges are 13-20,
         // 20-30, ..., 90-95. Kept: 20-41 and 60-95 (the part file is 95 long).
         let kept = [(20, 41), (60, 95)];
         assert_eq!(
-            pieces(&kept, (13, 95, 95), 10),
+            pieces(&kept, (13, 95, 95), &cut(10)),
             vec![(20, 30), (30, 40), (60, 70), (70, 80), (80, 90), (90, 95)]
         );
         // A part file cut shorter than a kept range keeps only what it holds.
         assert_eq!(
-            pieces(&kept, (13, 95, 75), 10),
+            pieces(&kept, (13, 95, 75), &cut(10)),
             vec![(20, 30), (30, 40), (60, 70)]
         );
-        assert!(pieces(&kept, (0, 95, 95), 0).is_empty());
+        assert!(pieces(&kept, (0, 95, 95), &cut(0)).is_empty());
     }
 }

@@ -79,9 +79,9 @@ pub struct Target {
     pub limits: EarlyLimits,
     /// The receiver-wide bounds on out-of-order data.
     pub budget: Arc<ReorderBudget>,
-    /// The range size of a job sent over several connections: a resumed file keeps, and is
-    /// offered, the pieces it holds beyond its prefix (module `kept`).
-    pub chunk: Option<u64>,
+    /// How a job sent over several connections cuts its ranges: a resumed file keeps, and
+    /// is offered, the pieces it holds beyond its prefix (module `kept`).
+    pub striping: Option<crate::protocol::Striping>,
 }
 
 /// What a job does with a file that exists under its final name.
@@ -229,19 +229,19 @@ pub fn plan_file(
     })))
 }
 
-/// The pieces of a found partial a job of ranges need not receive again: chunk-aligned,
-/// wholly inside the recorded ranges, each with its digest (read from the partial).
+/// The pieces of a found partial a job of ranges need not receive again: cut as the sender
+/// cuts its ranges, wholly inside the recorded ranges, each with its digest (read from the partial).
 fn kept_pieces(
     target: &Target,
     found: &part::Found,
     (have, size): (u64, u64),
 ) -> Result<Vec<(u64, u64, String)>, String> {
-    let Some(chunk) = target.chunk else {
+    let Some(striping) = target.striping else {
         return Ok(Vec::new());
     };
     let len = found.ranges.last().map_or(0, |r| r.1);
     let mut out = Vec::new();
-    for (s, e) in kept::pieces(&found.ranges, (have, size, len), chunk) {
+    for (s, e) in kept::pieces(&found.ranges, (have, size, len), &striping) {
         let d = kept::digest(found.part.file(), (s, e))
             .map_err(|e| format!("cannot read the partial file: {}", os_reason(&e)))?;
         out.push((s, e, d));
@@ -368,7 +368,7 @@ impl FileSink {
             received: 0,
             len: start,
             meta: meta::Meta::of(&planned.entry),
-            striped: target.chunk.is_some(),
+            striped: target.striping.is_some(),
             _claim: planned._claim,
         };
         sink.take_kept(&kept)?;
@@ -715,7 +715,7 @@ mod tests {
             owner: OWNER,
             limits,
             budget: Arc::new(ReorderBudget::default()),
-            chunk: None,
+            striping: None,
         }
     }
 

@@ -85,7 +85,14 @@ pub(super) struct Reading {
     pub(super) moved: Arc<AtomicBool>,
     /// The receiver's `done` came.
     pub(super) done: Arc<AtomicBool>,
+    /// Where the receiver's `bulk-lost` goes: the task of each bulk stream (emptied at its
+    /// `done`, which ends the tasks that wait).
+    pub(super) bulk_lost: BulkLosts,
 }
+
+/// The tasks of a bulk job's streams, by stream number, each told where and as which
+/// attempt to continue its stream (`bulk-lost`).
+pub(super) type BulkLosts = Arc<Mutex<HashMap<u32, mpsc::UnboundedSender<(u64, u16)>>>>;
 
 /// How a reader ended: which one (moves count them), the reason in words, and whether the
 /// receiver ended the channel cleanly.
@@ -111,13 +118,26 @@ pub(super) fn spawn_reader(
             words,
             moved,
             done,
+            bulk_lost,
         } = rd;
         loop {
             let (reason, clean) = match read_frame::<_, ToSender>(&mut ctl_r).await {
                 Ok(Some(m)) => {
+                    if let ToSender::BulkLost {
+                        stream,
+                        received,
+                        attempt,
+                    } = m
+                    {
+                        if let Some(tx) = lock(&bulk_lost).get(&stream) {
+                            let _ = tx.send((received, attempt));
+                        }
+                        continue;
+                    }
                     if let Some(fwd) = forward(m, &verdicts, &restarts, &moved) {
                         if matches!(fwd, Ctl::Done(_)) {
                             done.store(true, Ordering::Relaxed);
+                            lock(&bulk_lost).clear();
                         }
                         if to_loop.send(fwd).await.is_err() {
                             return;
@@ -231,6 +251,7 @@ pub(super) fn spawn_lone_reader(ctl_r: ControlRead, to_loop: mpsc::Sender<Ctl>, 
         words,
         moved: Arc::default(),
         done: Arc::default(),
+        bulk_lost: Arc::default(),
     };
     // No one receives the end: the reader says it to the run loop.
     let (ends, _) = mpsc::channel(1);

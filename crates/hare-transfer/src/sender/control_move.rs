@@ -5,7 +5,6 @@
 //! (a message in flight on the lost connection may never have arrived; the receiver takes
 //! each once). The job then fails only when no connection is left.
 
-use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -32,7 +31,8 @@ pub(super) struct Standby {
 /// further connections' streams, in order.
 pub(super) struct Moves {
     pub(super) first: quinn::Connection,
-    pub(super) standby: VecDeque<Standby>,
+    /// Filled as the further connections join.
+    pub(super) standby: super::join::Standbys,
 }
 
 /// The writer's state.
@@ -124,7 +124,7 @@ impl Writer {
         if !may {
             return false;
         }
-        while let Some(sb) = self.moves.as_mut().and_then(|m| m.standby.pop_front()) {
+        while let Some(sb) = self.moves.as_ref().and_then(|m| next_standby(&m.standby)) {
             if sb.conn.close_reason().is_some() {
                 continue;
             }
@@ -194,4 +194,9 @@ fn said_again(m: &ToReceiver) -> Option<Option<u32>> {
         ToReceiver::BulkEnd { .. } => Some(None),
         _ => None,
     }
+}
+
+/// The lowest-numbered join stream not tried yet (the lock is not held past the call).
+fn next_standby(standby: &super::join::Standbys) -> Option<Standby> {
+    super::control::lock(standby).pop_front()
 }

@@ -69,6 +69,8 @@ pub(super) async fn hello(
             striping: (opts.connections > 1).then_some(Striping {
                 connections: opts.connections,
                 chunk: opts.chunk,
+                moves_bulk: true,
+                tail_pieces: true,
             }),
         },
     )

@@ -3,16 +3,24 @@
 //! its connections from the runtime that made them, so each connection's packet work, its
 //! encryption and its controller run on that thread), and joined to the job with the session
 //! its welcome named. The connection handles work from any thread: the job's tasks write
-//! their streams from the main runtime.
+//! their streams from the main runtime. They join while the job already runs on connection
+//! 0, which would otherwise wait two round trips (handshake and join) before its first byte.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hare_cc::Observer;
 use tokio::sync::oneshot;
+use tokio::task::JoinSet;
 
 use super::connect::{connect, Connected};
+use super::control::lock;
+use super::control_move::Standby;
 use super::opener::Opener;
+use super::stripes::Stripes;
 use super::SendOptions;
 use crate::error::{Result, TransferError};
 use crate::protocol::{close, read_frame, write_frame, ToReceiver, ToSender};
@@ -21,18 +29,64 @@ use crate::quic_config::Link;
 /// How long a further connection may take to join (handshake and answer).
 const JOIN_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// One further connection and the thread that drives it.
-struct Extra {
-    number: u16,
-    conn: quinn::Connection,
-    /// The stream it joined on, kept for a move of the job's control channel.
-    control: Option<Control>,
-    stop: Option<oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+/// Where a further connection goes once it joined: the stripes (it takes work) and the
+/// streams the control channel may move to.
+#[derive(Clone)]
+pub(super) struct Roster {
+    pub(super) stripes: Arc<Stripes>,
+    pub(super) standby: Standbys,
+    /// Set when the job is over: a join that fails after it is not worth a warning.
+    over: Arc<AtomicBool>,
 }
 
-/// The job's further connections (connection 1 onwards).
-pub(super) struct Extras(Vec<Extra>);
+/// The further connections' join streams, by connection number.
+pub(super) type Standbys = Arc<Mutex<VecDeque<Standby>>>;
+
+impl Roster {
+    /// Connections 1 to N-1 of `stripes`, none joined yet.
+    pub(super) fn new(stripes: Arc<Stripes>) -> Self {
+        Self {
+            stripes,
+            standby: Arc::default(),
+            over: Arc::default(),
+        }
+    }
+
+    /// Connection `number` joined on `control`.
+    fn joined(&self, number: u16, conn: quinn::Connection, control: Control) {
+        self.stripes.joined(usize::from(number), conn.clone());
+        let mut standby = lock(&self.standby);
+        let at = standby.partition_point(|s| s.number < number);
+        standby.insert(
+            at,
+            Standby {
+                number,
+                conn,
+                control,
+            },
+        );
+    }
+
+    /// Connection `number` will not join: said on stderr while the job runs.
+    fn not_joined(&self, number: u16, why: &str) {
+        self.stripes.not_joined(usize::from(number));
+        if !self.over.load(Ordering::Relaxed) {
+            eprintln!("hare-send: warning: connection {number} did not join the job: {why}");
+        }
+    }
+}
+
+/// The job's further connections (connection 1 onwards), joining while the job runs on
+/// connection 0.
+pub(super) struct Extras {
+    roster: Roster,
+    /// Each dialled connection's thread and the word that ends it.
+    threads: Vec<(oneshot::Sender<()>, std::thread::JoinHandle<()>)>,
+    /// Connections accepted on the listener's endpoint (a pull), closed here at the end.
+    accepted: Arc<Mutex<Vec<quinn::Connection>>>,
+    /// The tasks that wait for the joins.
+    waits: JoinSet<()>,
+}
 
 /// Where the further connections go and which job they join.
 pub(super) struct JoinTo<'a> {
@@ -44,128 +98,121 @@ pub(super) struct JoinTo<'a> {
 }
 
 impl Extras {
-    /// Open connections 1 to `n - 1`, all at once. One that cannot join is said on stderr
-    /// and the job goes on with the others (as with a connection lost later).
-    pub(super) async fn open(to: JoinTo<'_>, n: u16) -> Self {
-        let mut waits = Vec::new();
+    /// Start connections 1 to `n - 1`, all at once, each on its thread; each is added to
+    /// `roster` as it joins. One that cannot join is said on stderr and the job goes on with
+    /// the others (as with a connection lost later).
+    pub(super) fn open(to: JoinTo<'_>, n: u16, roster: Roster) -> Self {
+        let mut extras = Extras::empty(roster);
         for i in 1..n {
             let (ready_tx, ready_rx) = oneshot::channel();
             let (stop_tx, stop_rx) = oneshot::channel();
-            let opts = to.opts.clone();
-            let (link, addr, host, session) = (*to.link, to.addr, to.host.to_owned(), to.session);
+            let drive_it = Drive {
+                opts: to.opts.clone(),
+                link: *to.link,
+                addr: to.addr,
+                host: to.host.to_owned(),
+                session: to.session,
+                number: i,
+            };
             let thread = std::thread::Builder::new()
                 .name(format!("hare-conn-{i}"))
-                .spawn(move || {
-                    drive(Drive {
-                        opts,
-                        link,
-                        addr,
-                        host,
-                        session,
-                        number: i,
-                        ready: ready_tx,
-                        stop: stop_rx,
-                    })
-                })
-                .map_err(|e| TransferError::Config(format!("starting connection {i}: {e}")));
-            match thread {
-                Ok(t) => waits.push((i, ready_rx, stop_tx, t)),
-                Err(e) => eprintln!("hare-send: warning: {e}"),
-            }
-        }
-        let mut extras = Extras(Vec::new());
-        for (i, ready, stop, thread) in waits {
-            match ready.await {
-                Ok(Ok((conn, control))) => extras.0.push(Extra {
-                    number: i,
-                    conn,
-                    control: Some(control),
-                    stop: Some(stop),
-                    thread: Some(thread),
-                }),
-                Ok(Err(e)) => {
-                    eprintln!("hare-send: warning: connection {i} did not join the job: {e}")
+                .spawn(move || drive(drive_it, ready_tx, stop_rx));
+            let thread = match thread {
+                Ok(t) => t,
+                Err(e) => {
+                    extras
+                        .roster
+                        .not_joined(i, &format!("starting its thread: {e}"));
+                    continue;
                 }
-                Err(_) => eprintln!("hare-send: warning: connection {i}'s thread ended early"),
-            }
+            };
+            extras.threads.push((stop_tx, thread));
+            let roster = extras.roster.clone();
+            extras.waits.spawn(async move {
+                match ready_rx.await {
+                    Ok(Ok((conn, control))) => roster.joined(i, conn, control),
+                    Ok(Err(e)) => roster.not_joined(i, &e.to_string()),
+                    Err(_) => roster.not_joined(i, "its thread ended early"),
+                }
+            });
         }
         extras
     }
 
+    fn empty(roster: Roster) -> Self {
+        Extras {
+            roster,
+            threads: Vec::new(),
+            accepted: Arc::default(),
+            waits: JoinSet::new(),
+        }
+    }
+
     /// A pull: the receiver dials connections 1 to `n - 1` to this listening sender, which
     /// accepts those that show the certificate of the job's own (`d.conn`) and joins each
-    /// to the job as when it dials. They share the listener's endpoint (its one port).
-    pub(super) async fn accept(
+    /// to the job as when it dials, while the job runs. They share the listener's endpoint
+    /// (its one port).
+    pub(super) fn accept(
         d: &super::Dialled,
         n: u16,
         (session, token): ([u8; 12], Option<String>),
-    ) -> Result<Self> {
+        roster: Roster,
+    ) -> Self {
+        let mut extras = Extras::empty(roster);
         let receiver = crate::trust::peer_fingerprint(&d.conn);
-        let mut extras = Extras(Vec::new());
-        for number in 1..n {
-            let accepted = tokio::time::timeout(JOIN_TIMEOUT, accept_one(d, receiver)).await;
-            let conn = match accepted {
-                Ok(Ok(c)) => c,
-                Ok(Err(e)) => return Err(e),
-                Err(_) => {
-                    return Err(TransferError::Timeout(format!(
-                        "the receiver did not dial connection {number} within {} s",
+        let endpoint = d.endpoint.clone();
+        let (roster, accepted) = (extras.roster.clone(), extras.accepted.clone());
+        extras.waits.spawn(async move {
+            for number in 1..n {
+                let joined = tokio::time::timeout(
+                    JOIN_TIMEOUT,
+                    accept_join(&endpoint, receiver, (&session, number, token.clone())),
+                )
+                .await;
+                let why = match joined {
+                    Ok(Ok((conn, control))) => {
+                        lock(&accepted).push(conn.clone());
+                        roster.joined(number, conn, control);
+                        continue;
+                    }
+                    Ok(Err(e)) => e.to_string(),
+                    Err(_) => format!(
+                        "the receiver did not dial it within {} s",
                         JOIN_TIMEOUT.as_secs()
-                    )))
+                    ),
+                };
+                for rest in number..n {
+                    roster.not_joined(rest, &why);
                 }
-            };
-            let (w, r) = conn.open_bi().await.map_err(|e| {
-                TransferError::Connection(format!(
-                    "connection {number}: opening its control stream: {e}"
-                ))
-            })?;
-            let _ = w.set_priority(1);
-            let (mut r, mut w): Control = (Box::new(r), Box::new(w));
-            say_join(&mut r, &mut w, (&session, number, token.clone())).await?;
-            extras.0.push(Extra {
-                number,
-                conn,
-                control: Some((r, w)),
-                stop: None,
-                thread: None,
-            });
-        }
-        Ok(extras)
-    }
-
-    /// The connections, in their order (connection 1 first).
-    pub(super) fn conns(&self) -> Vec<quinn::Connection> {
-        self.0.iter().map(|e| e.conn.clone()).collect()
-    }
-
-    /// The streams the connections joined on, for moving the job's control channel there
-    /// (taken once).
-    pub(super) fn standby(&mut self) -> std::collections::VecDeque<super::control_move::Standby> {
-        let mut out = std::collections::VecDeque::new();
-        for e in &mut self.0 {
-            if let Some(control) = e.control.take() {
-                out.push_back(super::control_move::Standby {
-                    number: e.number,
-                    conn: e.conn.clone(),
-                    control,
-                });
+                return;
             }
-        }
-        out
+        });
+        extras
+    }
+
+    /// Where the control channel may move: the join streams, as the connections join.
+    pub(super) fn standby(&self) -> Standbys {
+        self.roster.standby.clone()
+    }
+
+    /// The job's data is over: a join that fails from now on is not said.
+    pub(super) fn job_over(&self) {
+        self.roster.over.store(true, Ordering::Relaxed);
     }
 
     /// Close them all (the job is over) and let their threads end, bounded.
     pub(super) async fn close(mut self) {
+        self.job_over();
+        self.waits.abort_all();
+        for c in lock(&self.accepted).drain(..) {
+            c.close(quinn::VarInt::from_u32(close::DONE), b"done");
+        }
+        // The join streams hold their connections' streams open until here.
+        lock(&self.roster.standby).clear();
         let mut threads = Vec::new();
-        for e in &mut self.0 {
-            if e.thread.is_none() {
-                // Accepted on the listener's endpoint: closed here.
-                e.conn.close(quinn::VarInt::from_u32(close::DONE), b"done");
-            }
-            if let Some(s) = e.stop.take() {
-                let _ = s.send(());
-            }
-            threads.extend(e.thread.take());
+        for (stop, thread) in self.threads.drain(..) {
+            let _ = stop.send(());
+            threads.push(thread);
         }
         let joined = tokio::task::spawn_blocking(move || {
             for t in threads {
@@ -184,20 +231,23 @@ struct Drive {
     host: String,
     session: [u8; 12],
     number: u16,
-    ready: oneshot::Sender<Result<(quinn::Connection, Control)>>,
-    stop: oneshot::Receiver<()>,
 }
 
-/// The body of a further connection's thread: connect and join, hand the connection over,
-/// then keep driving it until the job is over.
-fn drive(d: Drive) {
+/// The body of a further connection's thread: connect and join, hand the connection over
+/// on `ready`, then keep driving it until the job is over (`stop`, which also ends a join
+/// still under way).
+fn drive(
+    d: Drive,
+    ready: oneshot::Sender<Result<(quinn::Connection, Control)>>,
+    mut stop: oneshot::Receiver<()>,
+) {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
         Err(e) => {
-            let _ = d.ready.send(Err(TransferError::Config(format!(
+            let _ = ready.send(Err(TransferError::Config(format!(
                 "starting connection {}'s runtime: {e}",
                 d.number
             ))));
@@ -206,7 +256,11 @@ fn drive(d: Drive) {
     };
     rt.block_on(async move {
         let observer = Observer::new();
-        let joined = tokio::time::timeout(JOIN_TIMEOUT, join(&d, &observer)).await;
+        let joining = tokio::time::timeout(JOIN_TIMEOUT, join(&d, &observer));
+        let joined = tokio::select! {
+            j = joining => j,
+            _ = &mut stop => return,
+        };
         let joined = joined.unwrap_or_else(|_| {
             Err(TransferError::Connection(format!(
                 "connection {} did not join the job within {} s",
@@ -217,13 +271,13 @@ fn drive(d: Drive) {
         let (conn, endpoint, control, mut qlog) = match joined {
             Ok(j) => j,
             Err(e) => {
-                let _ = d.ready.send(Err(e));
+                let _ = ready.send(Err(e));
                 return;
             }
         };
-        if d.ready.send(Ok((conn.clone(), control))).is_ok() {
+        if ready.send(Ok((conn.clone(), control))).is_ok() {
             // The job is over when the sender says so or drops the handle.
-            let _ = d.stop.await;
+            let _ = stop.await;
         }
         conn.close(quinn::VarInt::from_u32(close::DONE), b"done");
         let _ = tokio::time::timeout(crate::quic_config::CLOSE_FLUSH, endpoint.wait_idle()).await;
@@ -297,41 +351,54 @@ where
 }
 
 /// The next connection to the listener that shows `receiver`'s certificate (others are
-/// closed).
-async fn accept_one(
-    d: &super::Dialled,
+/// closed), joined to the job as connection `number` on a stream this side opens.
+async fn accept_join(
+    endpoint: &quinn::Endpoint,
     receiver: Option<crate::identity::Fingerprint>,
-) -> Result<quinn::Connection> {
-    loop {
-        let Some(incoming) = d.endpoint.accept().await else {
+    (session, number, token): (&[u8; 12], u16, Option<String>),
+) -> Result<(quinn::Connection, Control)> {
+    let conn = loop {
+        let Some(incoming) = endpoint.accept().await else {
             return Err(TransferError::Connection("the endpoint closed".into()));
         };
         let Ok(conn) = incoming.await else { continue };
         if receiver.is_some() && crate::trust::peer_fingerprint(&conn) == receiver {
-            return Ok(conn);
+            break conn;
         }
         conn.close(
             quinn::VarInt::from_u32(close::REFUSED),
             b"not the job's receiver",
         );
-    }
+    };
+    let (w, r) = conn.open_bi().await.map_err(|e| {
+        TransferError::Connection(format!(
+            "connection {number}: opening its control stream: {e}"
+        ))
+    })?;
+    let _ = w.set_priority(1);
+    let (mut r, mut w): Control = (Box::new(r), Box::new(w));
+    say_join(&mut r, &mut w, (session, number, token)).await?;
+    Ok((conn, (r, w)))
 }
 
-/// The summary's line on the connections: how many, and the share of the UDP bytes each
-/// sent (connection 0 carries the control channel too).
+/// The summary's line on the connections: how many carried the job (of how many asked
+/// for, when some never joined), and the share of the UDP bytes each sent (connection 0
+/// carries the control channel too).
 pub(super) fn shares_line(st: &super::stripes::Stripes) -> String {
-    let sent: Vec<u64> = (0..st.len())
-        .map(|i| st.conn(i).stats().udp_tx.bytes)
+    let sent: Vec<(usize, u64)> = (0..st.len())
+        .filter_map(|i| st.conn(i).map(|c| (i, c.stats().udp_tx.bytes)))
         .collect();
-    let total = sent.iter().sum::<u64>().max(1);
+    let total = sent.iter().map(|(_, b)| b).sum::<u64>().max(1);
     let shares: Vec<String> = sent
         .iter()
-        .enumerate()
         .map(|(i, b)| format!("{i}: {:.1}%", *b as f64 * 100.0 / total as f64))
         .collect();
+    let count = match sent.len() == st.len() {
+        true => st.len().to_string(),
+        false => format!("{} of {}", sent.len(), st.len()),
+    };
     format!(
-        "connections: {} (share of the UDP bytes sent: {})",
-        st.len(),
+        "connections: {count} (share of the UDP bytes sent: {})",
         shares.join(", ")
     )
 }

@@ -28,6 +28,7 @@ use crate::stop::Stop;
 use crate::trust::Trust;
 
 mod bar;
+mod bulk;
 mod connect;
 mod control;
 mod control_move;
@@ -54,6 +55,7 @@ mod tasks;
 mod tls_text;
 mod writers;
 pub use crate::protocol::MAX_RETRIES;
+use bulk::spawn_bulk;
 /// Size of one write of bulk data (iperf3's `blksize`), for both sides' JSON documents.
 use connect::{connect, Connected};
 use control::{verdict_channels, Ctl};
@@ -69,7 +71,7 @@ use recorder::Recorder;
 pub use retry::DEFAULT_RETRIES;
 pub(crate) use reverse_out::{send_back, BackPath, SendBack};
 use run_loop::{Context, Inputs};
-use tasks::{pacer, spawn_bulk, spawn_files, DataShared, DataTasks};
+use tasks::{pacer, spawn_files, DataShared, DataTasks};
 
 /// What to send.
 #[derive(Debug, Clone, PartialEq)]
@@ -365,7 +367,7 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         host: &host,
         session: session.unwrap_or_default(),
     };
-    let (mut extras, stripes) =
+    let (extras, stripes) =
         match further_connections(more, &opener, (&features, &software), granted).await {
             Ok(x) => x,
             Err(e) => {
@@ -416,7 +418,7 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         multi: rec.log.printer().multi(),
         ctl: (ctl_r, ctl_w),
         stripes: stripes.clone(),
-        moves: moves(&opener, extras.as_mut(), &features),
+        moves: moves(&opener, extras.as_ref(), &features),
     });
 
     let mut inputs = Inputs {
@@ -438,6 +440,9 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         Opener::Tcp { .. } => SenderLines::local(),
     };
     let mut st = run_loop::run(&mut rec, &mut inputs, &cx, lines).await;
+    if let Some(x) = &extras {
+        x.job_over();
+    }
     inputs.tasks.abort_all();
     if let (Some(b), Some(m)) = (bar, rec.log.printer().multi()) {
         b.end(m);
@@ -532,7 +537,7 @@ struct StartJob<'a> {
 /// connections' join streams, when the receiver takes a `take-over`.
 fn moves(
     opener: &Opener,
-    extras: Option<&mut join::Extras>,
+    extras: Option<&join::Extras>,
     features: &[String],
 ) -> Option<control_move::Moves> {
     let (Opener::Quic(first), Some(extras)) = (opener, extras) else {
@@ -578,17 +583,22 @@ async fn further_connections(
         eprintln!("hare-send: the receiver ({software}) named no session: -C {n} is ignored");
         return Ok((None, None));
     }
-    let chunk = to.opts.chunk;
-    let extras = match &to.opts.via {
-        Some(d) => join::Extras::accept(d, n, (to.session, to.opts.token.clone())).await?,
-        None => join::Extras::open(to, n).await,
+    // As the hello said, but pieces only when the receiver expects them.
+    let striping = crate::protocol::Striping {
+        connections: n,
+        chunk: to.opts.chunk,
+        moves_bulk: true,
+        tail_pieces: features
+            .iter()
+            .any(|f| f == crate::protocol::feature::TAIL_PIECES),
     };
-    let mut conns = vec![first.clone()];
-    conns.extend(extras.conns());
-    Ok((
-        Some(extras),
-        Some(stripes::Stripes::new(conns, chunk, granted)),
-    ))
+    let stripes = stripes::Stripes::new(first.clone(), striping, granted);
+    let roster = join::Roster::new(stripes.clone());
+    let extras = match &to.opts.via {
+        Some(d) => join::Extras::accept(d, n, (to.session, to.opts.token.clone()), roster),
+        None => join::Extras::open(to, n, roster),
+    };
+    Ok((Some(extras), Some(stripes)))
 }
 
 /// The running job: the control channel's reader output and writer, the data tasks and what
@@ -624,6 +634,7 @@ fn start_job(j: StartJob<'_>) -> Started {
     let (verdict_txs, verdict_rxs) = verdict_channels(sources.len());
     let restarts = restarts::Restarts::default();
     let words = Words::for_sender(matches!(opener, Opener::Tcp { .. }));
+    let bulk_lost = control::BulkLosts::default();
     let reading = control::Reading {
         to_loop: ctl_tx.clone(),
         verdicts: Arc::new(std::sync::Mutex::new(verdict_txs)),
@@ -631,6 +642,7 @@ fn start_job(j: StartJob<'_>) -> Started {
         words,
         moved: Arc::default(),
         done: Arc::default(),
+        bulk_lost: bulk_lost.clone(),
     };
     let (out_tx, out_rx) = mpsc::channel::<ToReceiver>(256);
     let writer = control_move::spawn_control((ctl_r, ctl_w), moves, out_rx, reading);
@@ -658,10 +670,10 @@ fn start_job(j: StartJob<'_>) -> Started {
     let mut tasks = DataTasks::new();
     let bar = match job {
         Job::Bulk { .. } => {
-            let say_end = features
-                .iter()
-                .any(|f| f == crate::protocol::feature::BULK_END);
-            spawn_bulk(&mut tasks, job, &shared, t0, say_end);
+            let listed = |name: &str| features.iter().any(|f| f == name);
+            let say_end = listed(crate::protocol::feature::BULK_END);
+            let moves = listed(crate::protocol::feature::BULK_MOVES).then_some(bulk_lost);
+            spawn_bulk(&mut tasks, job, &shared, (t0, say_end), moves);
             None
         }
         Job::Files { .. } => spawn_files(

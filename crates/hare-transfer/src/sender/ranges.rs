@@ -32,6 +32,8 @@ pub(super) struct Striper {
     file: std::fs::File,
     index: u32,
     start: u64,
+    /// The file's listed size (where its last stretch is).
+    size: u64,
     attempt: u16,
     /// The range being filled: its offset and buffers.
     at: u64,
@@ -49,11 +51,11 @@ pub(super) struct Striper {
 }
 
 impl Striper {
-    /// Ranges of file `index`, whose data starts at `start`, for attempt `attempt`; `file`
-    /// is read again for a range that is lost.
+    /// Ranges of file `index` of `size` bytes, whose data starts at `start`, for attempt
+    /// `attempt`; `file` is read again for a range that is lost.
     pub(super) fn new(
         stripes: Arc<Stripes>,
-        file: std::fs::File,
+        (file, size): (std::fs::File, u64),
         (index, start, attempt): (u32, u64, u16),
         have: Vec<HaveRange>,
     ) -> Self {
@@ -62,6 +64,7 @@ impl Striper {
             file,
             index,
             start,
+            size,
             attempt,
             at: start,
             bufs: Vec::new(),
@@ -77,12 +80,14 @@ impl Striper {
         }
     }
 
-    /// The next bytes of the file, in order. Ranges end at multiples of the chunk size, so
-    /// that a rerun's ranges are those the receiver kept pieces of.
+    /// The next bytes of the file, in order. Ranges end where [`Striping::range_end`]
+    /// says (chunk multiples, pieces in the last stretch), so that a rerun's ranges are those
+    /// the receiver kept pieces of.
+    ///
+    /// [`Striping::range_end`]: crate::protocol::Striping
     pub(super) async fn write(&mut self, mut b: Bytes) -> Result<()> {
-        let chunk = self.stripes.chunk;
         while !b.is_empty() {
-            let end = (self.at / chunk + 1) * chunk;
+            let end = self.stripes.striping.range_end(self.at, self.size);
             let room = end - (self.at + self.len);
             let piece = b.split_to(room.min(b.len() as u64) as usize);
             self.len += piece.len() as u64;
@@ -156,8 +161,11 @@ impl Striper {
         let h = DataHeader::range(self.index, at, self.start, self.attempt);
         let stripes = self.stripes.clone();
         let cancel = self.cancel.subscribe();
-        self.tasks
-            .spawn(send_range(stripes, i, h, (len, bufs), cancel));
+        self.tasks.spawn(async move {
+            let end = send_range(stripes.clone(), i, h, (len, bufs), cancel).await;
+            stripes.settled(i, len);
+            end
+        });
         Ok(())
     }
 
@@ -210,9 +218,10 @@ fn stopped(h: &DataHeader, code: quinn::VarInt) -> RangeEnd {
     ))
 }
 
-/// The priority of the range at `offset`: 0 for the first chunk, lower for each later one.
-fn range_priority(offset: u64, chunk: u64) -> i32 {
-    let k = offset / chunk.max(1);
+/// The priority of the range at `offset`: lower for each later one (ranges start at least
+/// the smallest chunk apart).
+fn range_priority(offset: u64) -> i32 {
+    let k = offset / crate::protocol::MIN_CHUNK;
     -i32::try_from(k).unwrap_or(i32::MAX)
 }
 
@@ -225,7 +234,6 @@ async fn send_range(
     (len, bufs): (u64, Vec<Bytes>),
     mut cancel: watch::Receiver<bool>,
 ) -> RangeEnd {
-    let conn = stripes.conn(i);
     let mut writing = true;
     let lost = |stripes: &Stripes, writing: bool| {
         if writing {
@@ -237,13 +245,17 @@ async fn send_range(
             len,
         }
     };
+    // `take_free` gave a joined connection: one without a handle is lost all the same.
+    let Some(conn) = stripes.conn(i) else {
+        return lost(&stripes, writing);
+    };
     let Ok(mut s) = conn.open_uni().await else {
         return lost(&stripes, writing);
     };
     // quinn sends a connection's streams of equal priority round-robin: ranges queued on one
     // connection would all advance at once, and a stop would leave each of them partial.
     // The earlier range goes first (below the control stream's priority 1).
-    let _ = s.set_priority(range_priority(h.offset, stripes.chunk));
+    let _ = s.set_priority(range_priority(h.offset));
     let sent = async {
         s.write_all(&h.encode()).await?;
         for b in bufs {

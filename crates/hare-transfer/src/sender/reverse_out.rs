@@ -29,6 +29,7 @@ use crate::report::{OutputOptions, Printer, RunLog};
 use crate::stop::Stop;
 use crate::tcp::TcpOptions;
 
+use super::bulk::spawn_bulk;
 use super::control::{spawn_lone_reader, Ctl};
 use super::finish::{iperf_context, summarise};
 use super::gone::Words;
@@ -37,7 +38,7 @@ use super::plan::describe;
 use super::probe::Probe;
 use super::recorder::Recorder;
 use super::run_loop::{self, Context, Inputs};
-use super::tasks::{pacer, spawn_bulk, DataShared, DataTasks};
+use super::tasks::{pacer, DataShared, DataTasks};
 
 /// The receiver's keep-alive (`Link::transport`), for the silence notes of its log.
 const RECEIVER_KEEP_ALIVE: Duration = Duration::from_secs(5);
@@ -235,7 +236,7 @@ pub async fn send_back(b: SendBack, ctl_r: ControlRead, mut ctl_w: ControlWrite)
     };
     let mut tasks = DataTasks::new();
     // Reverse mode keeps its own end (the taking side counts the streams).
-    spawn_bulk(&mut tasks, &b.job, &shared, t0, false);
+    spawn_bulk(&mut tasks, &b.job, &shared, (t0, false), None);
     let stall = watch_stall(opener.clone(), shared.written.clone(), b.stall_timeout);
     let mut inputs = Inputs {
         ctl_rx,

@@ -1,27 +1,26 @@
-//! The data tasks of a job: one writer per bulk stream, or one task per file (at most `-P`
-//! streaming at a time; a file waiting for its verdict does not count).
+//! The data tasks of a job: one task per file (at most `-P` streaming at a time; a file
+//! waiting for its verdict does not count), and what every data task shares (bulk streams:
+//! module `bulk`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use bytes::Bytes;
 use indicatif::MultiProgress;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::error::{Result, TransferError};
-use crate::protocol::{FilePlan, Job, ToReceiver};
+use crate::protocol::{FilePlan, ToReceiver};
 use crate::sendfiles::Source;
 
 use super::bar::OverallBar;
 use super::control::Verdict;
 use super::opener::Opener;
 use super::retry::Retry;
-use super::writers::{bulk_writer, file_task, BulkPlan, Pacer};
+use super::writers::{file_task, Pacer};
 use super::FileReport;
-use crate::channels::CHUNK;
 
 /// What every data task shares.
 pub(super) struct DataShared {
@@ -53,67 +52,6 @@ pub(super) fn pacer(rate: Option<u64>) -> Option<Arc<Pacer>> {
             sent: AtomicU64::new(0),
         })
     })
-}
-
-/// Start the bulk writers of a bulk job: `-n` split evenly (the first streams take the
-/// remainder), `-T` as a deadline from `t0`.
-///
-/// With `say_end` (the receiver lists `bulk-end`) the stream that ends last, once all ended
-/// well, tells the receiver on the control channel that the job's data is all sent.
-pub(super) fn spawn_bulk(
-    tasks: &mut DataTasks,
-    job: &Job,
-    shared: &DataShared,
-    t0: Instant,
-    say_end: bool,
-) {
-    let Job::Bulk {
-        bytes,
-        seconds,
-        streams,
-    } = job
-    else {
-        return;
-    };
-    let pattern = Bytes::from((0..CHUNK).map(|i| (i % 251) as u8).collect::<Vec<u8>>());
-    let deadline = seconds.map(|s| t0 + Duration::from_secs_f64(s));
-    let n = u64::from(*streams);
-    let running = Arc::new(AtomicUsize::new(usize::from(*streams)));
-    for i in 0..*streams {
-        let plan = BulkPlan {
-            index: u32::from(i),
-            quota: bytes.map(|b| b / n + u64::from(u64::from(i) < b % n)),
-            deadline,
-            written: shared.written.clone(),
-        };
-        let opener = match &shared.stripes {
-            Some(st) => Opener::Quic(st.conn(usize::from(i) % st.len())),
-            None => shared.opener.clone(),
-        };
-        let flag = shared.stop_flag.clone();
-        let (pacer, pattern) = (shared.pacer.clone(), pattern.clone());
-        let written = plan.written.clone();
-        let end = say_end.then(|| {
-            (
-                shared.out_tx.clone(),
-                running.clone(),
-                shared.stop_flag.clone(),
-            )
-        });
-        tasks.spawn(async move {
-            bulk_writer(opener, plan, flag, pacer, pattern).await?;
-            if let Some((out, running, stop)) = end {
-                if running.fetch_sub(1, Ordering::AcqRel) == 1 {
-                    let bytes = written.load(Ordering::Relaxed);
-                    let stopped = stop.load(Ordering::Relaxed);
-                    // A closed writer is a control channel already broken: the run loop
-                    // hears of it from there.
-                    let _ = out.send(ToReceiver::BulkEnd { bytes, stopped }).await;
-                }
-            }
-            Ok(None)
-        });
-    }
 }
 
 /// Start one task per file; `parallel` of them hold a permit to send at once.

@@ -45,15 +45,21 @@ impl Pacer {
 }
 
 /// What one bulk stream writes, and where it stops.
+#[derive(Clone)]
 pub(super) struct BulkPlan {
     /// Stream number.
     pub(super) index: u32,
-    /// Bytes to send (`-n`), if bounded by size.
+    /// Bytes of the stream in all (`-n`), if bounded by size.
     pub(super) quota: Option<u64>,
     /// When the time is up (`-T`), if bounded by time.
     pub(super) deadline: Option<Instant>,
     /// Payload handed to the transport so far, over all streams.
     pub(super) written: Arc<AtomicU64>,
+    /// Where this attempt starts in the stream (0, or where the receiver said a stream lost
+    /// with its connection continues).
+    pub(super) offset: u64,
+    /// 0, or the receiver's count of the stream's losses.
+    pub(super) attempt: u16,
 }
 
 /// Writes one bulk stream until its quota, its deadline or a stop. At the deadline the data
@@ -71,14 +77,14 @@ pub(super) async fn bulk_writer(
         .open(DataHeader {
             kind: DataKind::Bulk,
             index: plan.index,
-            offset: 0,
+            offset: plan.offset,
             session: [0; 12],
-            attempt: 0,
+            attempt: plan.attempt,
         })
         .await?;
     let far = Instant::now() + Duration::from_secs(u64::from(u32::MAX));
     let until = tokio::time::Instant::from_std(plan.deadline.unwrap_or(far));
-    let mut sent = 0u64;
+    let mut sent = plan.offset;
     let mut time_up = false;
     loop {
         if stop.load(Ordering::Relaxed) {
@@ -89,7 +95,7 @@ pub(super) async fn bulk_writer(
             break;
         }
         let n = match plan.quota {
-            Some(q) => (q - sent).min(CHUNK as u64) as usize,
+            Some(q) => q.saturating_sub(sent).min(CHUNK as u64) as usize,
             None => CHUNK,
         };
         if n == 0 {
@@ -268,12 +274,12 @@ async fn open_out(
         let at = (header.index, header.offset, header.attempt);
         return Ok(FileOut::Striped(Box::new(Striper::new(
             stripes.clone(),
-            file,
+            (file, size),
             at,
             have,
         ))));
     }
-    let opener = Opener::Quic(stripes.least_given(left)?);
+    let opener = Opener::Quic(stripes.least_given(left).await?);
     Ok(FileOut::One(opener.open(header).await?))
 }
 

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use crate::channels::DataIn;
-use crate::protocol::{DataHeader, FailCode};
+use crate::protocol::{DataHeader, FailCode, Striping};
 use crate::recvfile::{Failure, FileSink, Planned, Target, Verified};
 
 use super::super::streams::judge;
@@ -54,11 +54,12 @@ impl Ranges {
     }
 }
 
-/// The most range streams a file of `remaining` bytes in ranges of `chunk` may take: each
-/// range twice (sent again after a lost connection), and 16 more.
-pub(super) fn stream_cap(remaining: u64, chunk: u64) -> u64 {
-    remaining
-        .div_ceil(chunk.max(1))
+/// The most range streams the last `remaining` bytes of a file of `size` bytes may take in
+/// ranges cut as `striping` says: each range twice (sent again after a lost connection), and
+/// 16 more.
+pub(super) fn stream_cap(striping: &Striping, size: u64, remaining: u64) -> u64 {
+    striping
+        .ranges_in(size, remaining)
         .saturating_mul(2)
         .saturating_add(16)
 }

@@ -19,7 +19,6 @@ use crate::intervals::{settle, ArrivalIntervals};
 use crate::protocol::FailCode;
 use crate::protocol::{DataHeader, DataKind, FileEntry, ToReceiver, ToSender, MAX_RETRIES};
 use crate::receiver::sessions::TakeOver;
-use crate::receiver::DURATION_GRACE;
 use crate::recvfile::{
     plan_file, Batch, Failure, FinalNames, Planned, Published, Target, Verified,
 };
@@ -75,8 +74,12 @@ pub(super) struct Running {
     needs_bulk_end: bool,
     /// The sender's `bulk-end` came.
     bulk_ended: bool,
-    /// The file verdicts said so far, said again after the control channel moved.
+    /// The file verdicts (and `bulk-lost`s) said so far, said again after the control
+    /// channel moved.
     said: Vec<ToSender>,
+    /// Bulk streams lost with their connection: the times each was, and those waiting for
+    /// their continuation (at this byte, with this attempt).
+    bulk_moves: bulk_moves::BulkMoves,
     /// The control channel moved to a joined connection: the sender repeats what it said of
     /// files still without a verdict, so a repeated digest, retry or abandon is no error.
     took_over: bool,
@@ -102,6 +105,7 @@ struct Again {
     dropped: HashSet<u32>,
 }
 
+mod bulk_moves;
 mod ranges;
 mod take_over;
 use take_over::next_take_over;
@@ -190,6 +194,7 @@ impl Running {
             needs_bulk_end: needs_end && !files_job,
             bulk_ended: false,
             said: Vec::new(),
+            bulk_moves: Default::default(),
             took_over: false,
         }
     }
@@ -505,6 +510,9 @@ impl Running {
         if h.kind == DataKind::Range && !self.again.dropped.contains(&h.index) {
             return self.range(h, input, fin);
         }
+        if h.kind == DataKind::Bulk && h.attempt > 0 {
+            return self.bulk_continued(h, input, fin);
+        }
         if h.kind != DataKind::Bulk && self.again.dropped.remove(&h.index) {
             // The late channel of a file the sender gave up before it came (judged then).
             drop(input);
@@ -519,21 +527,10 @@ impl Running {
         if let Some(why) = wrong_kind(h.kind, self.files_job) {
             return Step::Stop(Some(TransferError::Protocol(why.into())));
         }
-        let counter = self.bytes.clone();
         if !self.files_job {
-            // The announced duration on this side's clock: a reset after it is a normal end.
-            let time_up = self.deadline.map(|d| d - DURATION_GRACE);
-            let Some(stream) = self.by_stream.get(h.index as usize).cloned() else {
-                return Step::Stop(Some(TransferError::Protocol(format!(
-                    "bulk stream number {} of a job of {} stream(s)",
-                    h.index,
-                    self.by_stream.len()
-                ))));
-            };
-            let counters = (counter, stream);
-            spawn_bulk(input, fin.clone(), counters, self.bulk_limit, time_up);
-            return Step::Go;
+            return self.bulk_stream(h, input, fin);
         }
+        let counter = self.bytes.clone();
         let (Some(p), Some(rx)) = (
             self.planned.remove(&h.index),
             self.digest_rx.remove(&h.index),
@@ -558,13 +555,7 @@ impl Running {
             return Step::Stop(None);
         };
         let (index, r) = match f {
-            Finished::Bulk(r) => {
-                self.finished += 1;
-                return match r {
-                    Ok(()) => Step::Go,
-                    Err(e) => Step::Stop(Some(e)),
-                };
-            }
+            Finished::Bulk(stream, r) => return self.bulk_stream_end(stream, r, out, log).await,
             Finished::File(index, r) => (index, r),
         };
         self.ranges.remove(&index);

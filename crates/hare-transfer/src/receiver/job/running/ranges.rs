@@ -55,7 +55,7 @@ impl Running {
         let n = u64::from(striping.connections);
         let own = target.limits.bytes;
         target.limits.bytes = own.max(grant.saturating_mul(2).saturating_mul(n));
-        let cap = super::super::assemble::stream_cap(p.remaining(), striping.chunk);
+        let cap = super::super::assemble::stream_cap(&striping, p.entry.size, p.remaining());
         let counters = (fin.clone(), (self.bytes.clone(), self.by_conn.clone()));
         let r = super::super::assemble::start((target, p), (h, input), rx, counters, cap);
         self.ranges.insert(h.index, r);
