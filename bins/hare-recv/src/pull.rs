@@ -126,7 +126,10 @@ impl Pull {
             opts.partial_owner = Some(format!("ssh {}", self.remote.login));
             opts.token = Some(session.hello.token.clone());
             let host = session.host.clone();
-            let job = hare_transfer::receiver::receive_from(opts, addr, &host, &identity, sender);
+            let further = session.hello.further_ports.clone();
+            let job = hare_transfer::receiver::receive_from(
+                opts, addr, further, &host, &identity, sender,
+            );
             tokio::pin!(job);
             let res = tokio::select! {
                 r = &mut job => r,

@@ -52,6 +52,8 @@ pub fn serve(
             port: receiver.local_addr().port(),
             fingerprint: fingerprint.to_string(),
             token,
+            // A push's further connections all come to this one port.
+            further_ports: Vec::new(),
         };
         hare_ssh::answer(&hello).context("answering over ssh")?;
         let (trigger, stop) = hare_transfer::stop_pair();

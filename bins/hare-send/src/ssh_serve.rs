@@ -41,6 +41,7 @@ pub fn serve(mut opts: SendOptions, ports: &[u16]) -> Result<ExitKind> {
             port: listening.port()?,
             fingerprint: listening.fingerprint().to_string(),
             token: token.clone(),
+            further_ports: listening.further_ports(),
         };
         hare_ssh::answer(&hello).context("answering over ssh")?;
         let (trigger, stop) = hare_transfer::stop_pair();

@@ -17,6 +17,11 @@ pub struct ServeHello {
     pub fingerprint: String,
     /// A one-time token the remote requires besides the pinned certificate.
     pub token: String,
+    /// The UDP ports the remote listens on for a job's further connections (`-C N`):
+    /// connection 1 at the first, and so on, each served on a thread of its own (absent,
+    /// empty, from remotes that take them all on `port`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub further_ports: Vec<u16>,
 }
 
 impl ServeHello {
@@ -43,7 +48,15 @@ mod tests {
             port: 40000,
             fingerprint: "ab".repeat(32),
             token: "t0k".into(),
+            further_ports: Vec::new(),
         };
+        // A remote of one port says nothing of further ones (older readers take it).
+        assert!(!h.line().contains("further_ports"));
+        let more = ServeHello {
+            further_ports: vec![40001, 40002],
+            ..h.clone()
+        };
+        assert_eq!(ServeHello::parse(&more.line()), Some(more));
         assert_eq!(ServeHello::parse(&h.line()), Some(h.clone()));
         assert_eq!(ServeHello::parse(&format!("{}\r\n", h.line())), Some(h));
         assert_eq!(ServeHello::parse("Welcome to host!"), None);

@@ -204,6 +204,13 @@ impl DataIn {
                     Ok(Some((off, c.bytes)))
                 }
                 Ok(None) => Ok(None),
+                // A timed bulk stream the sender reset at its time (`-T`): it ends there, even
+                // when the reset outruns this side's own clock of the job's time.
+                Err(quinn::ReadError::Reset(code))
+                    if code == quinn::VarInt::from_u32(crate::protocol::close::TIME_UP) =>
+                {
+                    Ok(None)
+                }
                 // Only the receiver reads data streams: a lost connection is a sender gone.
                 Err(e) => Err(TransferError::Connection(
                     crate::peer_gone::of_read_error(&e)

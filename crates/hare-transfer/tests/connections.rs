@@ -263,6 +263,34 @@ fn a_bulk_job_whose_first_connection_is_cut_off_completes() {
     bulk_with_a_cut(0, 4 << 20);
 }
 
+#[test]
+fn a_listening_sender_of_three_connections_listens_on_a_port_for_each() {
+    let f = fixture(None);
+    let bulk = SendJob::Bulk {
+        bytes: Some(1),
+        seconds: None,
+        streams: 1,
+    };
+    let mut o = send_options(f.recv.addr, f.recv.trust(), bulk);
+    o.connections = 3;
+    rt().block_on(async {
+        let l = hare_transfer::sender::Listening::bind(&o, 1, &[]).expect("bind");
+        let mut ports = l.further_ports();
+        assert_eq!(ports.len(), 2, "{ports:?}");
+        ports.push(l.port().expect("port"));
+        ports.sort_unstable();
+        ports.dedup();
+        assert_eq!(ports.len(), 3, "three distinct ports: {ports:?}");
+        // A range of one port: the further connections share it.
+        let held = std::net::UdpSocket::bind("0.0.0.0:0").expect("probe");
+        let free = held.local_addr().expect("addr").port();
+        drop(held);
+        let one = hare_transfer::sender::Listening::bind(&o, 1, &[free]).expect("bind one");
+        assert_eq!(one.port().expect("port"), free);
+        assert!(one.further_ports().is_empty());
+    });
+}
+
 /// A lost connection noticed within 2 s.
 fn quick_to_notice(mut o: SendOptions) -> SendOptions {
     o.liveness.idle_timeout = Duration::from_secs(2);

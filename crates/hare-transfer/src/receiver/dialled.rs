@@ -24,10 +24,13 @@ use crate::trust::Trust;
 
 /// Dial the sender at `addr` (`host` for messages), presenting `identity` and trusting only
 /// the certificate `sender`, and serve its one job as `opts` say (its `allow` and `token`
-/// decide the hello, as on a listening receiver).
+/// decide the hello, as on a listening receiver). A job over several connections dials its
+/// further connections to the ports `further` of the same host, each from a socket of its
+/// own (empty: all to `addr`).
 pub async fn receive_from(
     opts: RecvOptions,
     addr: SocketAddr,
+    further: Vec<u16>,
     host: &str,
     identity: &Identity,
     sender: Fingerprint,
@@ -44,17 +47,7 @@ pub async fn receive_from(
     let mut client = quinn::ClientConfig::new(Arc::new(crypto));
     client.transport_config(Arc::new(transport));
     let client = Arc::new(client);
-    let bind: SocketAddr = match addr {
-        SocketAddr::V6(_) => SocketAddr::from(([0u16; 8], 0)),
-        SocketAddr::V4(_) => SocketAddr::from(([0, 0, 0, 0], 0)),
-    };
-    let sock = crate::socket::bind_udp(bind)?;
-    let endpoint = crate::socket::endpoint(
-        sock,
-        opts.link.endpoint_config()?,
-        None,
-        opts.link.max_udp_payload(),
-    )?;
+    let endpoint = client_endpoint(&opts, addr)?;
     let hello_deadline = tokio::time::Instant::now() + opts.limits.hello_timeout;
     let connecting = endpoint
         .connect_with((*client).clone(), addr, "localhost")
@@ -70,12 +63,28 @@ pub async fn receive_from(
         endpoint: endpoint.clone(),
         client,
         addr,
+        further,
     };
     let ctx = dial.job_ctx(conn.clone(), hello_deadline, observer, true);
     let res = serve_connection(ctx, &conn).await;
     close_after(&conn, &res).await;
     let _ = tokio::time::timeout(crate::quic_config::CLOSE_FLUSH, endpoint.wait_idle()).await;
     res
+}
+
+/// A client endpoint on a socket of its own, of `addr`'s family.
+fn client_endpoint(opts: &RecvOptions, addr: SocketAddr) -> Result<quinn::Endpoint> {
+    let bind: SocketAddr = match addr {
+        SocketAddr::V6(_) => SocketAddr::from(([0u16; 8], 0)),
+        SocketAddr::V4(_) => SocketAddr::from(([0, 0, 0, 0], 0)),
+    };
+    let sock = crate::socket::bind_udp(bind)?;
+    crate::socket::endpoint(
+        sock,
+        opts.link.endpoint_config()?,
+        None,
+        opts.link.max_udp_payload(),
+    )
 }
 
 impl DialMore {
@@ -113,6 +122,18 @@ impl DialMore {
         }
     }
 
+    /// Where connection `i` goes, and from which endpoint: the sender's port for it, from a
+    /// socket of its own (`Some`), when it announced one.
+    fn route(&self, i: u16) -> Result<(SocketAddr, Option<quinn::Endpoint>)> {
+        match self.further.get(usize::from(i) - 1) {
+            Some(&port) => Ok((
+                SocketAddr::new(self.addr.ip(), port),
+                Some(client_endpoint(&self.opts, self.addr)?),
+            )),
+            None => Ok((self.addr, None)),
+        }
+    }
+
     /// Dial connections 1 to `n - 1` of the job and serve each (the sender joins it to the
     /// job); each ends with the job or its own failure, said in the log.
     pub(super) fn spawn(&self, n: u16) {
@@ -120,14 +141,16 @@ impl DialMore {
             let me = self.clone();
             tokio::spawn(async move {
                 let deadline = tokio::time::Instant::now() + me.opts.limits.hello_timeout;
-                let connecting =
-                    match me
-                        .endpoint
-                        .connect_with((*me.client).clone(), me.addr, "localhost")
-                    {
-                        Ok(c) => c,
-                        Err(e) => return tracing::warn!("dialling connection {i}: {e}"),
-                    };
+                let (to, own) = match me.route(i) {
+                    Ok(r) => r,
+                    Err(e) => return tracing::warn!("connection {i}: {e}"),
+                };
+                let endpoint = own.as_ref().unwrap_or(&me.endpoint);
+                let connecting = match endpoint.connect_with((*me.client).clone(), to, "localhost")
+                {
+                    Ok(c) => c,
+                    Err(e) => return tracing::warn!("dialling connection {i}: {e}"),
+                };
                 let conn = match tokio::time::timeout_at(deadline, connecting).await {
                     Ok(Ok(c)) => c,
                     Ok(Err(e)) => return tracing::warn!("connection {i}: {e}"),
@@ -139,6 +162,10 @@ impl DialMore {
                     tracing::warn!("connection {i}: {e}");
                 }
                 close_after(&conn, &res).await;
+                if let Some(e) = own {
+                    let _ =
+                        tokio::time::timeout(crate::quic_config::CLOSE_FLUSH, e.wait_idle()).await;
+                }
             });
         }
     }

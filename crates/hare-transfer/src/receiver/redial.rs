@@ -24,6 +24,9 @@ pub(super) struct DialMore {
     pub(super) client: Arc<quinn::ClientConfig>,
     /// The sender's address.
     pub(super) addr: SocketAddr,
+    /// The ports the sender listens on for connections 1, 2, ..., each with its own socket
+    /// and thread (empty: they go to `addr` too, from `endpoint`).
+    pub(super) further: Vec<u16>,
 }
 
 impl std::fmt::Debug for DialMore {

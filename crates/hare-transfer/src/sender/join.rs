@@ -86,6 +86,8 @@ pub(super) struct Extras {
     accepted: Arc<Mutex<Vec<quinn::Connection>>>,
     /// The tasks that wait for the joins.
     waits: JoinSet<()>,
+    /// A pull's further listeners, each on its own port and thread.
+    further: Option<super::listen_more::Further>,
 }
 
 /// Where the further connections go and which job they join.
@@ -145,13 +147,15 @@ impl Extras {
             threads: Vec::new(),
             accepted: Arc::default(),
             waits: JoinSet::new(),
+            further: None,
         }
     }
 
     /// A pull: the receiver dials connections 1 to `n - 1` to this listening sender, which
     /// accepts those that show the certificate of the job's own (`d.conn`) and joins each
-    /// to the job as when it dials, while the job runs. They share the listener's endpoint
-    /// (its one port).
+    /// to the job as when it dials, while the job runs: each on the listener of its own (its
+    /// port and thread) when the remote announced them, else all on the first listener's
+    /// endpoint.
     pub(super) fn accept(
         d: &super::Dialled,
         n: u16,
@@ -160,6 +164,31 @@ impl Extras {
     ) -> Self {
         let mut extras = Extras::empty(roster);
         let receiver = crate::trust::peer_fingerprint(&d.conn);
+        if d.further.len() + 1 >= usize::from(n) {
+            extras.further = Some(d.further.clone());
+            for number in 1..n {
+                let (roster, further, token) =
+                    (extras.roster.clone(), d.further.clone(), token.clone());
+                extras.waits.spawn(async move {
+                    let accept = async {
+                        loop {
+                            let conn = further.next(number).await.ok_or_else(|| {
+                                TransferError::Connection("its listener ended".into())
+                            })?;
+                            if let Some(c) = keep_receivers(conn, receiver) {
+                                return join_accepted(c, (&session, number, token)).await;
+                            }
+                        }
+                    };
+                    joined_or_not(
+                        &roster,
+                        number,
+                        tokio::time::timeout(JOIN_TIMEOUT, accept).await,
+                    );
+                });
+            }
+            return extras;
+        }
         let endpoint = d.endpoint.clone();
         let (roster, accepted) = (extras.roster.clone(), extras.accepted.clone());
         extras.waits.spawn(async move {
@@ -169,22 +198,15 @@ impl Extras {
                     accept_join(&endpoint, receiver, (&session, number, token.clone())),
                 )
                 .await;
-                let why = match joined {
-                    Ok(Ok((conn, control))) => {
-                        lock(&accepted).push(conn.clone());
-                        roster.joined(number, conn, control);
-                        continue;
-                    }
-                    Ok(Err(e)) => e.to_string(),
-                    Err(_) => format!(
-                        "the receiver did not dial it within {} s",
-                        JOIN_TIMEOUT.as_secs()
-                    ),
-                };
-                for rest in number..n {
-                    roster.not_joined(rest, &why);
+                if let Ok(Ok((conn, _))) = &joined {
+                    lock(&accepted).push(conn.clone());
                 }
-                return;
+                if !joined_or_not(&roster, number, joined) {
+                    for rest in number + 1..n {
+                        roster.not_joined(rest, "an earlier connection did not join");
+                    }
+                    return;
+                }
             }
         });
         extras
@@ -204,6 +226,9 @@ impl Extras {
     pub(super) async fn close(mut self) {
         self.job_over();
         self.waits.abort_all();
+        if let Some(f) = self.further.take() {
+            f.close().await;
+        }
         for c in lock(&self.accepted).drain(..) {
             c.close(quinn::VarInt::from_u32(close::DONE), b"done");
         }
@@ -355,21 +380,41 @@ where
 async fn accept_join(
     endpoint: &quinn::Endpoint,
     receiver: Option<crate::identity::Fingerprint>,
-    (session, number, token): (&[u8; 12], u16, Option<String>),
+    join: (&[u8; 12], u16, Option<String>),
 ) -> Result<(quinn::Connection, Control)> {
     let conn = loop {
         let Some(incoming) = endpoint.accept().await else {
             return Err(TransferError::Connection("the endpoint closed".into()));
         };
         let Ok(conn) = incoming.await else { continue };
-        if receiver.is_some() && crate::trust::peer_fingerprint(&conn) == receiver {
-            break conn;
+        if let Some(c) = keep_receivers(conn, receiver) {
+            break c;
         }
-        conn.close(
-            quinn::VarInt::from_u32(close::REFUSED),
-            b"not the job's receiver",
-        );
     };
+    join_accepted(conn, join).await
+}
+
+/// `conn` if it shows `receiver`'s certificate; any other is closed.
+fn keep_receivers(
+    conn: quinn::Connection,
+    receiver: Option<crate::identity::Fingerprint>,
+) -> Option<quinn::Connection> {
+    if receiver.is_some() && crate::trust::peer_fingerprint(&conn) == receiver {
+        return Some(conn);
+    }
+    conn.close(
+        quinn::VarInt::from_u32(close::REFUSED),
+        b"not the job's receiver",
+    );
+    None
+}
+
+/// Join the receiver's connection `conn` to the job as connection `number`, on a stream
+/// this side opens.
+async fn join_accepted(
+    conn: quinn::Connection,
+    (session, number, token): (&[u8; 12], u16, Option<String>),
+) -> Result<(quinn::Connection, Control)> {
     let (w, r) = conn.open_bi().await.map_err(|e| {
         TransferError::Connection(format!(
             "connection {number}: opening its control stream: {e}"
@@ -379,6 +424,33 @@ async fn accept_join(
     let (mut r, mut w): Control = (Box::new(r), Box::new(w));
     say_join(&mut r, &mut w, (session, number, token)).await?;
     Ok((conn, (r, w)))
+}
+
+/// Add connection `number` to the job, or say why it is not (a timeout, an error); whether
+/// it joined.
+fn joined_or_not(
+    roster: &Roster,
+    number: u16,
+    joined: std::result::Result<Result<(quinn::Connection, Control)>, tokio::time::error::Elapsed>,
+) -> bool {
+    match joined {
+        Ok(Ok((conn, control))) => {
+            roster.joined(number, conn, control);
+            true
+        }
+        Ok(Err(e)) => {
+            roster.not_joined(number, &e.to_string());
+            false
+        }
+        Err(_) => {
+            let why = format!(
+                "the receiver did not dial it within {} s",
+                JOIN_TIMEOUT.as_secs()
+            );
+            roster.not_joined(number, &why);
+            false
+        }
+    }
 }
 
 /// The summary's line on the connections: how many carried the job (of how many asked

@@ -8,24 +8,28 @@ use std::time::Duration;
 
 use hare_cc::Observer;
 
+use super::listen_more::{Further, ListenWith};
 use super::{Dialled, SendOptions};
 use crate::cc::QuicCc;
 use crate::error::{Result, TransferError};
 use crate::identity::{Fingerprint, Identity};
 use crate::quic_config::{transport_with, Link};
 
-/// A bound endpoint waiting for one receiver.
+/// A bound endpoint waiting for one receiver (and, for a job over several connections, a
+/// listener of its own for each further connection).
 pub struct Listening {
     endpoint: quinn::Endpoint,
     identity: Identity,
     observer: Observer,
+    further: Option<Further>,
 }
 
 impl Listening {
     /// Bind on all addresses (IPv6 and IPv4, or IPv4 alone), at the first free port of
     /// `ports` (empty: one the kernel picks), with a fresh certificate and a transport whose
     /// controller is `opts`'s (`--cc`), windows and liveness `opts`'s for `streams` files at
-    /// once.
+    /// once; with `-C N` (`opts.connections`), N-1 further ports of the same range, each
+    /// served on a thread of its own ([`Listening::further_ports`]).
     pub fn bind(opts: &SendOptions, streams: u16, ports: &[u16]) -> Result<Self> {
         let identity = crate::identity::ephemeral(&[])?;
         let observer = Observer::new();
@@ -44,18 +48,35 @@ impl Listening {
             .map_err(|e| TransferError::Config(e.to_string()))?;
         let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         server.transport_config(Arc::new(transport));
+        let with = ListenWith {
+            server,
+            endpoint: link.endpoint_config()?,
+            max_udp_payload: link.max_udp_payload(),
+            ports: ports.to_vec(),
+        };
         let sock = crate::socket::bind_udp_any(ports)?;
         let endpoint = crate::socket::endpoint(
             sock,
-            link.endpoint_config()?,
-            Some(server),
-            link.max_udp_payload(),
+            with.endpoint.clone(),
+            Some(with.server.clone()),
+            with.max_udp_payload,
         )?;
+        let further = match opts.connections {
+            0 | 1 => None,
+            n => Further::start(&with, n - 1),
+        };
         Ok(Self {
             endpoint,
             identity,
             observer,
+            further,
         })
+    }
+
+    /// The UDP ports of connections 1 to N-1 of a job over several connections, to
+    /// announce (empty: they come to [`Listening::port`] too).
+    pub fn further_ports(&self) -> Vec<u16> {
+        self.further.as_ref().map_or_else(Vec::new, Further::ports)
     }
 
     /// The UDP port to announce.
@@ -99,6 +120,7 @@ impl Listening {
             conn,
             observer: self.observer,
             endpoint: self.endpoint,
+            further: self.further.unwrap_or_default(),
         })
     }
 }

@@ -39,6 +39,7 @@ mod handshake;
 mod header;
 mod join;
 mod listen;
+mod listen_more;
 mod liveness;
 mod opener;
 mod plan;
@@ -170,6 +171,7 @@ pub struct SendOptions {
 pub const DEFAULT_CHUNK: u64 = 4 << 20;
 
 pub use listen::Listening;
+pub use listen_more::Further;
 
 /// A QUIC connection a receiver dialled to this sender, accepted by an endpoint whose
 /// transport runs a controller built with `observer` (so that the report reads its
@@ -182,6 +184,9 @@ pub struct Dialled {
     pub observer: Observer,
     /// The endpoint that accepted it (kept open while the job runs).
     pub endpoint: quinn::Endpoint,
+    /// The listeners of the job's further connections, each on its own port and thread
+    /// (empty: they come to `endpoint`).
+    pub further: Further,
 }
 
 /// How one file went.
