@@ -11,8 +11,9 @@ pub struct PullArgs {
     /// Files in flight at once (the remote hare-send's -P; default 4).
     #[arg(short = 'P', value_name = "N")]
     parallel: Option<u16>,
-    /// QUIC connections that carry the fetch (the remote hare-send's -C; this side dials
-    /// them and serves them on as many threads).
+    /// QUIC connections that carry the fetch (the remote hare-send's -C, which listens on a
+    /// port and thread for each; this side dials each from a socket of its own and serves
+    /// them on as many threads).
     #[arg(short = 'C', long = "connections", value_name = "N")]
     connections: Option<u16>,
     /// Skip files whose BLAKE3 digest matches DEST's copy (rsync -c), instead of the quick

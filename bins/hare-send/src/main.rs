@@ -92,7 +92,8 @@ struct SendArgs {
     /// own controller: past one core, and past one flow's loss-bound rate on a lossy long
     /// path. Files travel as ranges of at most --chunk over all of them, and a lost
     /// connection's ranges go again on the others (the job's control channel too, when the
-    /// first is lost); bulk puts -P streams on each. N connections take about N flows' share
+    /// first is lost); bulk puts -P streams on each, and a lost connection's streams continue
+    /// on the others. N connections take about N flows' share
     /// of a shared bottleneck: for dedicated or under-used paths (as GridFTP's parallel
     /// streams).
     #[arg(

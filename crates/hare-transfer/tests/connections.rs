@@ -458,6 +458,49 @@ fn refused(answer: Option<ToSender>, why: &str) {
 }
 
 #[test]
+fn a_bulk_stream_continued_where_it_was_not_lost_ends_the_job() {
+    let f = fixture(None);
+    let fp = f.recv.fingerprint.expect("quic");
+    rt().block_on(async {
+        let mut h = hostile::connect(f.recv.addr, fp, None).await;
+        let mut hello = hostile::files_hello(&[], false, None);
+        if let ToReceiver::Hello { job, striping, .. } = &mut hello {
+            *job = hare_transfer::protocol::Job::Bulk {
+                bytes: Some(1 << 20),
+                seconds: None,
+                streams: 2,
+            };
+            *striping = Some(Striping {
+                connections: 2,
+                chunk: 1 << 20,
+                moves_bulk: true,
+                tail_pieces: false,
+            });
+        }
+        assert!(matches!(
+            h.hello(&hello).await,
+            Some(ToSender::Welcome { .. })
+        ));
+        // A continuation of stream 0 that no `bulk-lost` asked for.
+        let mut s = h.conn.open_uni().await.expect("uni");
+        let header = hare_transfer::protocol::DataHeader {
+            kind: hare_transfer::protocol::DataKind::Bulk,
+            index: 0,
+            offset: 4096,
+            session: [0; 12],
+            attempt: 1,
+        };
+        s.write_all(&header.encode()).await.expect("header");
+        s.write_all(&[0u8; 4096]).await.expect("data");
+        let (_, why) = h
+            .closed_within(Duration::from_secs(10))
+            .await
+            .expect("closed");
+        assert!(why.contains("where it was not lost"), "{why}");
+    });
+}
+
+#[test]
 fn only_the_jobs_own_sender_joins_it_and_only_as_often_as_it_said() {
     let f = fixture(Some("job-token"));
     let fp = f.recv.fingerprint.expect("quic");
