@@ -232,6 +232,11 @@ fn bulk_with_a_cut(cut: usize, after: u64) -> SendOutcome {
     let out = run(o);
     assert!(relay.cut_happened(), "the relay cut connection {cut}");
     assert_eq!(out.run.summary.as_ref().map(|s| s.bytes), Some(64 << 20));
+    let said = out.run.events.iter().any(|e| {
+        matches!(&e.kind, EventKind::Note { message }
+            if message.contains("it continues on another from byte"))
+    });
+    assert!(said, "the continuation is said: {:?}", out.run.events);
     out
 }
 

@@ -40,6 +40,8 @@ struct StreamTask {
     /// Where the receiver's `bulk-lost` for this stream arrives (jobs over several
     /// connections, to receivers that continue bulk streams).
     lost: Option<mpsc::UnboundedReceiver<(u64, u16)>>,
+    /// The run's log, for the line that says a stream continues.
+    notes: Option<mpsc::Sender<super::control::Ctl>>,
 }
 
 /// Start the bulk writers of a bulk job from `t0`. With `say_end` the stream that ends last,
@@ -95,6 +97,7 @@ pub(super) fn spawn_bulk(
                 )
             }),
             lost,
+            notes: shared.retry.notes.clone(),
         };
         tasks.spawn(async move { task.run().await.map(|()| None) });
     }
@@ -129,13 +132,13 @@ impl StreamTask {
                     st.broke(i);
                 }
                 match tokio::time::timeout(LOST_WAIT, next_attempt(lost, self.plan.attempt)).await {
-                    Ok(Some(at)) => self.continue_at(at),
+                    Ok(Some(at)) => self.continue_at(at).await,
                     Ok(None) => return Ok(()),
                     Err(_) => return Err(e),
                 }
             } else {
                 match next_attempt(lost, self.plan.attempt).await {
-                    Some(at) => self.continue_at(at),
+                    Some(at) => self.continue_at(at).await,
                     None => return Ok(()),
                 }
             }
@@ -170,10 +173,18 @@ impl StreamTask {
         (conn, r.map(|_| ()))
     }
 
-    /// The next attempt starts at byte `received` of the stream.
-    fn continue_at(&mut self, (received, attempt): (u64, u16)) {
+    /// The next attempt starts at byte `received` of the stream (said in the run's log).
+    async fn continue_at(&mut self, (received, attempt): (u64, u16)) {
         self.plan.offset = received;
         self.plan.attempt = attempt;
+        if let Some(n) = &self.notes {
+            let line = format!(
+                "bulk stream {} was lost with its connection: it continues on another from \
+                 byte {received}",
+                self.plan.index
+            );
+            let _ = n.send(super::control::Ctl::Note(line)).await;
+        }
     }
 
     /// This stream ended well for the first time: the last one to do so says `bulk-end`.
