@@ -50,6 +50,12 @@ pub(super) fn summarise(
     for line in st.lines.finish(sample, end, end_s) {
         rec.log.line(line);
     }
+    if let Some(message) = st.closing_note.take() {
+        rec.log.event(hare_report::Event {
+            t_s: end_s,
+            kind: hare_report::EventKind::Note { message },
+        });
+    }
     if let Some(d) = &st.done {
         rec.log.stream_totals(d.streams.clone());
     }

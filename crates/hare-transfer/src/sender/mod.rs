@@ -454,14 +454,8 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
     }
     let cx = iperf_context(&opener, endpoint.as_ref(), addr, &job, streams, &cpu);
     rec.log.set_iperf(cx);
-    if let Some(st) = &stripes {
-        rec.log.event(hare_report::Event {
-            t_s: t0.elapsed().as_secs_f64(),
-            kind: hare_report::EventKind::Note {
-                message: join::shares_line(st),
-            },
-        });
-    }
+    // Said after the last interval lines, beside the summary.
+    st.closing_note = stripes.as_deref().map(join::shares_line);
     add_refused(&mut st.reports, refused);
     st.reports.extend(link_reports);
     let (run, mut qlog) = summarise(rec, &mut st, &job, &sources, t0, &cpu, &shared.written)?;

@@ -76,6 +76,9 @@ pub(super) struct State {
     pub(super) failure: Option<TransferError>,
     /// The receiver's final word.
     pub(super) done: Option<Done>,
+    /// A line for the log once the last interval lines are out (how the job spread over
+    /// its connections).
+    pub(super) closing_note: Option<String>,
     data_done: bool,
     ticks: u64,
     silence: Silence,
@@ -96,6 +99,7 @@ pub(super) async fn run(
     let mut st = State {
         lines,
         reports: Vec::new(),
+        closing_note: None,
         interrupted: false,
         failure: None,
         done: None,
