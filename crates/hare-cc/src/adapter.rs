@@ -386,6 +386,9 @@ impl HareController {
     /// The first datagram of the data's packet-number space is being sent: the connection is
     /// established for the kernel model (module docs, "Handshake"). The handshake's loss
     /// episode, if any, and its byte carry end with it.
+    // Cold, as the other rare paths of the per-frame callbacks (an MSS change, forwarding
+    // decisions): the frame's common path then runs without taken jumps around them.
+    #[cold]
     fn establish(&mut self, now_us: u64) {
         self.cc.establish(now_us);
         self.ack_carry = 0;
@@ -402,6 +405,7 @@ impl HareController {
     }
 
     /// The kernel's MSS change between two ACKs ([`KernelCc::on_mss_change`]).
+    #[cold]
     fn change_mss(&mut self, new_mss: u32) {
         if new_mss == self.mss {
             return;
@@ -495,6 +499,7 @@ impl HareController {
         self.forward_decisions(frame_done);
     }
 
+    #[cold]
     fn forward_decisions(&mut self, frame_done: bool) {
         let controller = self.id().map_or(0, ControllerId::get);
         let mut had_events = false;

@@ -92,6 +92,14 @@ pub(crate) struct CubicGrowth {
     delay_min: u32,
 }
 
+/// The words of [`Cubic`] that a growth step stopping at `bictcp_update()`'s first gate can
+/// write (see [`Cubic::counters`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct CubicCounters {
+    ack_cnt: u32,
+    delay_min: u32,
+}
+
 impl Cubic {
     /// What the growth step can write (see [`CubicGrowth`]).
     #[inline(always)]
@@ -108,6 +116,23 @@ impl Cubic {
             guards: self.guards,
             delay_min: self.ss.delay_min,
         }
+    }
+
+    /// The words of [`Cubic`] that the growth step writes on an ACK on which
+    /// `bictcp_update()` stops at its first gate ([`Cubic::cnt_is_fresh`]) out of slow
+    /// start: `ack_cnt` and (2.6.20 - 2.6.22, whose delay sample is taken in `cong_avoid`)
+    /// `delay_min`. The save before such an ACK's growth step holds only these.
+    #[inline(always)]
+    pub(crate) fn counters(&self) -> CubicCounters {
+        CubicCounters {
+            ack_cnt: self.ack_cnt,
+            delay_min: self.ss.delay_min,
+        }
+    }
+
+    /// Put back a [`Cubic::counters`].
+    pub(crate) fn set_counters(&mut self, c: CubicCounters) {
+        (self.ack_cnt, self.ss.delay_min) = (c.ack_cnt, c.delay_min);
     }
 
     /// Put back a [`Cubic::growth`], every field by name.
@@ -406,15 +431,21 @@ impl Cubic {
     pub(crate) fn update(&mut self, u: &CubicUpdate<'_>) {
         self.ack_cnt = self.ack_cnt.wrapping_add(u.acked);
 
-        // Recompute at most every HZ/32 jiffies while cwnd is unchanged.
-        if self.last_cwnd == u.cwnd
-            && (u.now_jiffies.wrapping_sub(self.last_time) as i32) <= (u.clock.hz() / 32) as i32
-        {
+        if self.cnt_is_fresh(u.cwnd, u.now_jiffies, u.clock.hz()) {
             return;
         }
         // A copy for the call (as `OpsCtx::reborrow`): the caller's `u` keeps no address.
         let u = *u;
         self.update_cnt(&u);
+    }
+
+    /// `bictcp_update()`'s first gate: `cnt` is recomputed at most every HZ/32 jiffies while
+    /// cwnd is unchanged. The save before an ACK's growth step asks it too, with the same
+    /// cwnd and jiffies, to know whether the step can go past it.
+    #[inline(always)]
+    pub(crate) fn cnt_is_fresh(&self, cwnd: u32, now_jiffies: u32, hz: u32) -> bool {
+        self.last_cwnd == cwnd
+            && (now_jiffies.wrapping_sub(self.last_time) as i32) <= (hz / 32) as i32
     }
 
     /// `bictcp_update()` past its first gate: the cube, the TCP-friendly region, the

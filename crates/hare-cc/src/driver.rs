@@ -9,7 +9,7 @@
 //! "One ACK".
 
 use crate::engine::KernelCc;
-use crate::engine::{AckEvent, LossSignal};
+use crate::engine::{AckEvent, AckRest, LossSignal};
 use crate::events::{CcEvent, ExitReason, TRACE_TARGET};
 use crate::hooks::StartState;
 use crate::ops::{AckSample, CaEvent, CongAvoidArgs, CongestionOps, HookOut};
@@ -38,7 +38,6 @@ impl KernelCc {
                 self.tp.snd_nxt = una;
             }
         }
-        let prior_in_flight = ack.prior_in_flight();
         self.tp.packets_out = ack.packets_in_flight;
         if ack.packets == 0 && ack.acked_pkts == 0 {
             // No FLAG_DATA_ACKED: neither pkts_acked nor cong_avoid run.
@@ -61,26 +60,9 @@ impl KernelCc {
 
         self.hook_pkts_acked_at(ack, now_j);
 
-        let b = self.before_growth.open();
-        b.ack = *ack;
-        b.now_j = now_j;
-        b.prior_in_flight = prior_in_flight;
-        b.tp = self.tp.growth();
-        let in_slow_start = self.tp.in_slow_start(self.profile.ss_compare);
-        self.module.save_growth(&mut b.module, in_slow_start);
-        #[cfg(debug_assertions)]
-        {
-            b.whole_tp = self.tp;
-            b.whole_module = self.module;
-        }
-        b.ss_exited = self.ss_exited;
-        if !self.ss_exited {
-            // Only `record_exit()` writes the exit record, and only before the exit.
-            b.exit = (self.exit_reason, self.exit_cwnd, self.exit_t_us);
-        }
-        b.guards = self.guards;
-        b.events = self.events.len();
-        self.ack_after_pkts_acked(ack, ack.loss, now_j, prior_in_flight);
+        let rest = AckRest::of(ack, now_j);
+        self.save_before_growth(&rest);
+        self.ack_after_pkts_acked(&rest);
     }
 
     /// The last ACK also revealed `loss` (quinn reports losses and ECN-CE after the frame's
@@ -89,7 +71,7 @@ impl KernelCc {
     /// it (whatever the era: the steps before the growth step do not read the loss). Without a
     /// pending ACK (a loss found by a timer) it is the plain loss reaction.
     pub fn amend_last_ack(&mut self, now_us: u64, loss: LossSignal) {
-        let Some(b) = self.before_growth.take() else {
+        let Some((b, whole)) = self.before_growth.take() else {
             self.loss_reaction(now_us, loss);
             return;
         };
@@ -97,39 +79,25 @@ impl KernelCc {
             self.loss_reaction(now_us, loss);
             return;
         }
-        self.tp.set_growth(b.tp);
-        self.module.restore_growth(&b.module);
+        #[cfg(debug_assertions)]
+        let mut reference = self.rewound_whole(&b);
+        self.rewind_growth(&b, whole);
+        let ack = AckRest {
+            loss: Some(loss),
+            ..b.ack
+        };
+        self.ack_after_pkts_acked(&ack);
         #[cfg(debug_assertions)]
         {
-            debug_assert_eq!(
-                self.tp, b.whole_tp,
-                "the rest of the ACK wrote socket state its save does not hold"
-            );
-            debug_assert_eq!(
-                self.module, b.whole_module,
-                "the growth step wrote module state its save does not hold"
-            );
+            reference.ack_after_pkts_acked(&ack);
+            self.assert_same_ack(&reference);
         }
-        if !b.ss_exited {
-            (self.exit_reason, self.exit_cwnd, self.exit_t_us) = b.exit;
-        }
-        self.ss_exited = b.ss_exited;
-        self.guards = b.guards;
-        self.events.truncate(b.events);
-        let mut ack = b.ack;
-        ack.loss = Some(loss);
-        self.ack_after_pkts_acked(&ack, Some(loss), b.now_j, b.prior_in_flight);
     }
 
     /// The part of `tcp_ack()` after `tcp_clean_rtx_queue`, in the era's order.
     #[inline(always)]
-    fn ack_after_pkts_acked(
-        &mut self,
-        ack: &AckEvent,
-        loss: Option<LossSignal>,
-        now_j: u32,
-        prior_in_flight: u32,
-    ) {
+    fn ack_after_pkts_acked(&mut self, ack: &AckRest) {
+        let loss = ack.loss;
         match self.profile.ack_order {
             AckOrder::AvoidFirst => {
                 // 2.6.x tcp_may_raise_cwnd(): `(!(flag & FLAG_ECE) || cwnd < ssthresh) &&
@@ -139,14 +107,19 @@ impl KernelCc {
                 if self.tp.ca_state != CaState::Recovery
                     && (!ece || self.tp.snd_cwnd < self.tp.snd_ssthresh)
                 {
-                    self.hook_cong_avoid_at(ack, now_j, prior_in_flight);
+                    self.hook_cong_avoid_at(ack);
                 }
                 if loss.is_some() {
                     // Growth came first: if it took cwnd past ssthresh, that ended slow
                     // start, not the loss reaction below.
                     self.check_ssthresh_reached();
                 }
-                self.fastretrans_alert_2_6(ack, loss);
+                // tcp_ack_is_dubious(): only such an ACK reaches tcp_fastretrans_alert().
+                // A copy for that call (not inlined, and rare): the caller's `ack` keeps no
+                // address, so its fields stay in registers (as `OpsCtx::reborrow`).
+                if ack.ends_episode || loss.is_some() || self.tp.ca_state != CaState::Open {
+                    self.fastretrans_alert_2_6(&{ *ack });
+                }
             }
             AckOrder::AlertFirst => {
                 // tcp_fastretrans_alert() first; then tcp_cong_control() grows unless
@@ -158,7 +131,7 @@ impl KernelCc {
                     self.loss_reaction(ack.now_us, loss);
                 }
                 if self.tp.ca_state != CaState::Recovery {
-                    self.hook_cong_avoid_at(ack, now_j, prior_in_flight);
+                    self.hook_cong_avoid_at(ack);
                 }
             }
         }
@@ -169,15 +142,18 @@ impl KernelCc {
 
     /// 2.6.x `tcp_fastretrans_alert()` (2.6.20 and 2.6.39 `net/ipv4/tcp_input.c`) after the
     /// growth step, for an ACK that is dubious (`tcp_ack_is_dubious()`: outside Open, ending
-    /// an episode or revealing a loss; other ACKs do not reach it). Step E, the state exit
-    /// once `high_seq` is acknowledged: Recovery and Loss when the adapter says so (their
-    /// `tcp_try_undo_recovery()` cannot undo under quinn, so `undo_marker` stays set);
-    /// Disorder when something above its own `high_seq` is, with `undo_marker = 0`. Step F:
-    /// in Loss, `tcp_moderate_cwnd()` (cwnd = min(cwnd, in_flight + tcp_max_burst())); in
-    /// Recovery, nothing; a loss from Open or Disorder enters Recovery (or CWR); otherwise
-    /// `tcp_try_to_open()`: Disorder while `undo_marker` is set, else Open (`high_seq =
-    /// snd_nxt` when the state changes), then `tcp_moderate_cwnd()`.
-    fn fastretrans_alert_2_6(&mut self, ack: &AckEvent, loss: Option<LossSignal>) {
+    /// an episode or revealing a loss; the caller lets no other ACK reach it, on which this
+    /// would do nothing). Step E, the state exit once `high_seq` is acknowledged: Recovery
+    /// and Loss when the adapter says so (their `tcp_try_undo_recovery()` cannot undo under
+    /// quinn, so `undo_marker` stays set); Disorder when something above its own `high_seq`
+    /// is, with `undo_marker = 0`. Step F: in Loss, `tcp_moderate_cwnd()` (cwnd = min(cwnd,
+    /// in_flight + tcp_max_burst())); in Recovery, nothing; a loss from Open or Disorder
+    /// enters Recovery (or CWR); otherwise `tcp_try_to_open()`: Disorder while `undo_marker`
+    /// is set, else Open (`high_seq = snd_nxt` when the state changes), then
+    /// `tcp_moderate_cwnd()`. Not inlined: it runs on a few ACKs per loss episode.
+    #[inline(never)]
+    fn fastretrans_alert_2_6(&mut self, ack: &AckRest) {
+        let loss = ack.loss;
         let before = self.tp.ca_state;
         if ack.ends_episode {
             self.end_episode(ack.now_us);
@@ -233,20 +209,24 @@ impl KernelCc {
     /// [`KernelCc::hook_cong_avoid`] inside an ACK, at its jiffies: `ca_ops->cong_avoid()`
     /// (`tcp_cong_avoid()`), with `prior_in_flight` for the era's cwnd-limited test.
     #[inline(always)]
-    fn hook_cong_avoid_at(&mut self, ack: &AckEvent, now_j: u32, prior_in_flight: u32) {
+    fn hook_cong_avoid_at(&mut self, ack: &AckRest) {
         let args = CongAvoidArgs {
-            in_flight: prior_in_flight,
+            in_flight: ack.prior_in_flight,
             acked: ack.acked_pkts,
-            rtt_us: ack.seq_rtt_us.or(ack.rtt_us),
+            rtt_us: ack.echo_rtt_us,
             // Taken before the ACK's state change (2.6.x runs cong_avoid first).
             data_acked: self.tp.ca_state == CaState::Open && ack.loss.is_none(),
         };
         let mut out = HookOut::default();
-        let (module, mut ctx) = self.hook_parts(ack.now_us, now_j, &mut out);
+        let (module, mut ctx) = self.hook_parts(ack.now_us, ack.now_j, &mut out);
         module.cong_avoid(&mut ctx, &args);
         self.hook_done(&out);
     }
 
+    // Cold (as `end_episode`): a few ACKs per loss episode take it, so that the ACKs without
+    // one run straight through `ack_after_pkts_acked` (the compiler lays out the likely path
+    // as the fall-through; taken jumps cost the common frame measurably, docs/CC-BENCHMARK.md).
+    #[cold]
     fn loss_reaction(&mut self, now_us: u64, loss: LossSignal) {
         match loss {
             LossSignal::Loss => self.on_congestion(now_us, false),
@@ -258,6 +238,7 @@ impl KernelCc {
     /// `tcp_fastretrans_alert`'s state exit when `high_seq` is acknowledged: Recovery (and the
     /// folded CWR) and Loss return to Open. The window stays (quinn has no PRR: cwnd is
     /// already ssthresh after a Recovery; after a Loss it is what slow start made it).
+    #[cold]
     fn end_episode(&mut self, now_us: u64) {
         // Open and Disorder have no episode to end (Disorder ends on its own high_seq).
         if matches!(self.tp.ca_state, CaState::Open | CaState::Disorder) {
@@ -400,10 +381,7 @@ impl KernelCc {
         let now_j = self.jiffies_at(now_us);
         // tcp_event_data_sent(): CA_EVENT_TX_START when nothing was in flight.
         if self.tp.packets_out == 0 {
-            let idle_jiffies = now_j.wrapping_sub(self.tp.lsndtime) as i32;
-            self.run_hook_at(now_us, now_j, |m, ctx| {
-                m.cwnd_event(ctx, CaEvent::TxStart { idle_jiffies })
-            });
+            self.tx_start(now_us, now_j);
         }
         self.tp.lsndtime = now_j;
         if snd_nxt > self.tp.snd_nxt {
@@ -412,6 +390,16 @@ impl KernelCc {
         self.tp.packets_out = packets_out;
         let limited = packets_out >= self.tp.snd_cwnd;
         self.tp.cwnd_validate(self.profile.cwnd_limited, limited);
+    }
+
+    /// `CA_EVENT_TX_START` at `now_j` (cold: out of the way of the sends that find packets in
+    /// flight, nearly all of them).
+    #[cold]
+    fn tx_start(&mut self, now_us: u64, now_j: u32) {
+        let idle_jiffies = now_j.wrapping_sub(self.tp.lsndtime) as i32;
+        self.run_hook_at(now_us, now_j, |m, ctx| {
+            m.cwnd_event(ctx, CaEvent::TxStart { idle_jiffies })
+        });
     }
 
     /// The segment size changed (MTU discovery): rescale as the kernel does.
@@ -513,8 +501,7 @@ impl KernelCc {
         self.t_us = ack.now_us;
         self.before_growth.close();
         let now_j = self.clock.jiffies(ack.now_us);
-        let prior_in_flight = ack.prior_in_flight();
-        self.hook_cong_avoid_at(ack, now_j, prior_in_flight);
+        self.hook_cong_avoid_at(&AckRest::of(ack, now_j));
     }
 
     /// The algorithm's `ssthresh` op (it also ends the epoch and records `last_max_cwnd` /

@@ -24,7 +24,7 @@
 
 use crate::bic::{Bic, BicGrowth};
 use crate::clock::KernelClock;
-use crate::cubic::{Cubic, CubicGrowth};
+use crate::cubic::{Cubic, CubicCounters, CubicGrowth};
 use crate::events::{CcEvent, ExitReason, Phase, Snapshot};
 use crate::ops::{AckSample, CaEvent, CongAvoidArgs, CongestionOps, HookOut, OpsCtx};
 use crate::profile::{Algorithm, Profile, SlowStartKind, UndoRule};
@@ -111,7 +111,8 @@ impl CcModule {
 /// - CUBIC: [`CubicGrowth`] (the words `bictcp_update()` writes and `delay_min`, which
 ///   2.6.20 - 2.6.22 measure in `cong_avoid`); its slow-start state (HyStart's round reset of
 ///   2.6.29 - 5.15 and HyStart++ run in `cong_avoid`) only in slow start, the only state in
-///   which `cong_avoid` touches it.
+///   which `cong_avoid` touches it. On an ACK whose growth step writes only counters
+///   ([`CcModule::growth_writes_counters_only`], most ACKs), only [`CubicCounters`].
 /// - BIC: [`BicGrowth`] and a named slow start's state, if any.
 /// - Reno: a named slow start's state, if any.
 ///
@@ -130,6 +131,8 @@ pub(crate) struct ModuleGrowth {
 #[derive(Debug, Clone, Copy)]
 enum GrowthWords {
     Cubic(CubicGrowth),
+    /// CUBIC before a growth step that stops at `bictcp_update()`'s first gate.
+    CubicCounters(CubicCounters),
     Bic(BicGrowth),
     Reno,
 }
@@ -146,6 +149,28 @@ impl ModuleGrowth {
 }
 
 impl CcModule {
+    /// Whether the growth step of an ACK, out of slow start, can write nothing in the module
+    /// but [`CcModule::save_counters`]'s words, at this `cwnd`, jiffies and HZ: CUBIC's
+    /// `cong_avoid` writes the module only in `bictcp_update()`, and only `ack_cnt` (and the
+    /// Tsecr eras' `delay_min`) when its first gate stops it.
+    #[inline(always)]
+    pub(crate) fn growth_writes_counters_only(&self, cwnd: u32, now_j: u32, hz: u32) -> bool {
+        match self {
+            CcModule::Cubic(c) => c.cnt_is_fresh(cwnd, now_j, hz),
+            CcModule::Bic(_) | CcModule::Reno(_) => false,
+        }
+    }
+
+    /// Save the counters of a growth step that can write nothing else in the module
+    /// ([`CcModule::growth_writes_counters_only`]).
+    #[inline(always)]
+    pub(crate) fn save_counters(&self, slot: &mut ModuleGrowth) {
+        if let CcModule::Cubic(c) = self {
+            slot.words = GrowthWords::CubicCounters(c.counters());
+            slot.ss_saved = false;
+        }
+    }
+
     /// Save what the growth step can write into `slot`; `in_slow_start` is the socket's state
     /// before it.
     #[inline(always)]
@@ -181,6 +206,7 @@ impl CcModule {
                     c.ss = ss;
                 }
             }
+            (CcModule::Cubic(c), GrowthWords::CubicCounters(g)) => c.set_counters(g),
             (CcModule::Bic(b), GrowthWords::Bic(g)) => {
                 b.set_growth(g);
                 b.named_slow_start = slot.ss;
@@ -276,6 +302,47 @@ impl AckEvent {
     }
 }
 
+/// What the steps of an ACK after `pkts_acked` read of it (the growth step, the state exit,
+/// the loss reaction), with the jiffies and `prior_in_flight` taken at its start: all the
+/// save before the growth step keeps of the [`AckEvent`] (`largest_acked`, the newest
+/// packet's RTT and the packet count were read before).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct AckRest {
+    pub(crate) now_us: u64,
+    /// `tcp_jiffies32` at `now_us`.
+    pub(crate) now_j: u32,
+    /// [`AckEvent::prior_in_flight`].
+    pub(crate) prior_in_flight: u32,
+    /// [`AckEvent::acked_pkts`].
+    pub(crate) acked_pkts: u32,
+    /// [`AckEvent::packets_in_flight`].
+    pub(crate) packets_in_flight: u32,
+    /// The RTT of the echoed timestamp (2.6.20 - 2.6.22's `measure_delay()`): the oldest
+    /// acknowledged packet's, else the newest's.
+    pub(crate) echo_rtt_us: Option<u64>,
+    /// [`AckEvent::ends_episode`].
+    pub(crate) ends_episode: bool,
+    /// [`AckEvent::loss`].
+    pub(crate) loss: Option<LossSignal>,
+}
+
+impl AckRest {
+    /// The part of `ack` its steps after `pkts_acked` read, at `now_j`.
+    #[inline(always)]
+    pub(crate) fn of(ack: &AckEvent, now_j: u32) -> Self {
+        AckRest {
+            now_us: ack.now_us,
+            now_j,
+            prior_in_flight: ack.prior_in_flight(),
+            acked_pkts: ack.acked_pkts,
+            packets_in_flight: ack.packets_in_flight,
+            echo_rtt_us: ack.seq_rtt_us.or(ack.rtt_us),
+            ends_episode: ack.ends_episode,
+            loss: ack.loss,
+        }
+    }
+}
+
 /// What an ACK (or a timer) reveals about congestion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LossSignal {
@@ -289,26 +356,47 @@ pub enum LossSignal {
 
 /// The state the growth step of one ACK may change, saved before it so that a loss quinn
 /// reports after the frame can be put where the era's `tcp_ack()` has it.
+///
+/// quinn calls `on_end_acks` before it looks for the frame's losses, and `window()` (which
+/// takes `&self`) may be read in between and after, so the ACK is run whole at
+/// `on_end_acks` and rewound when `on_congestion_event` of the same frame follows: 4.x+
+/// react to a loss before the growth step, 2.6.x grow with the loss known. What is saved
+/// depends on what the ACK can reach ([`KernelCc::save_before_growth`]): on most ACKs
+/// (congestion avoidance in Open, no episode ending) only the window counters and the
+/// module's counters; otherwise also the rest of the socket's growth fields and the slow-start
+/// exit record.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BeforeGrowth {
-    pub(crate) ack: AckEvent,
-    pub(crate) now_j: u32,
-    pub(crate) prior_in_flight: u32,
+    /// What the rest of the ACK reads of it.
+    pub(crate) ack: AckRest,
     /// What the rest of the ACK can write in the socket.
     pub(crate) tp: SockGrowth,
-    /// The whole socket, to check [`SockGrowth`] against (debug builds).
-    #[cfg(debug_assertions)]
-    pub(crate) whole_tp: TcpSock,
     /// What the growth step can write in the module.
     pub(crate) module: ModuleGrowth,
-    /// The whole module, to check [`ModuleGrowth`] against (debug builds).
-    #[cfg(debug_assertions)]
-    pub(crate) whole_module: CcModule,
+    /// With a whole save: whether slow start had ended, and its record while it had not.
     pub(crate) ss_exited: bool,
     pub(crate) exit: (Option<ExitReason>, Option<u32>, Option<u64>),
     pub(crate) guards: u32,
     /// Events recorded before the growth step (those after it may be replaced).
     pub(crate) events: usize,
+    /// The whole socket, module and exit record, to check the save against (debug builds).
+    #[cfg(debug_assertions)]
+    pub(crate) whole: (TcpSock, CcModule, SsExitRecord),
+}
+
+/// `ss_exited` and the slow-start exit record (`exit_reason`, `exit_cwnd`, `exit_t_us`).
+#[cfg(debug_assertions)]
+pub(crate) type SsExitRecord = (bool, (Option<ExitReason>, Option<u32>, Option<u64>));
+
+/// What the slot of a [`PendingGrowth`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Saved {
+    /// No ACK can be amended.
+    Nothing,
+    /// The save of an ACK that could write only the window and module counters.
+    Counters,
+    /// The whole save of an ACK.
+    Whole,
 }
 
 /// The last ACK's [`BeforeGrowth`] while a loss of the same frame may still amend that ACK.
@@ -317,7 +405,7 @@ pub(crate) struct BeforeGrowth {
 /// ACK went through a stack temporary and a `memcpy` call of the whole struct.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PendingGrowth {
-    open: bool,
+    saved_kind: Saved,
     saved: BeforeGrowth,
 }
 
@@ -328,21 +416,17 @@ impl PendingGrowth {
         #[cfg(not(debug_assertions))]
         let _ = module;
         PendingGrowth {
-            open: false,
+            saved_kind: Saved::Nothing,
             saved: BeforeGrowth {
-                ack: AckEvent::default(),
-                now_j: 0,
-                prior_in_flight: 0,
-                tp: tp.growth(),
-                #[cfg(debug_assertions)]
-                whole_tp: tp,
+                ack: AckRest::default(),
+                tp: tp.empty_growth(),
                 module: ModuleGrowth::new(),
-                #[cfg(debug_assertions)]
-                whole_module: module,
                 ss_exited: false,
                 exit: (None, None, None),
                 guards: 0,
                 events: 0,
+                #[cfg(debug_assertions)]
+                whole: (tp, module, (false, (None, None, None))),
             },
         }
     }
@@ -350,24 +434,178 @@ impl PendingGrowth {
     /// The pending ACK is complete: nothing can amend it any more.
     #[inline]
     pub(crate) fn close(&mut self) {
-        self.open = false;
+        self.saved_kind = Saved::Nothing;
     }
 
-    /// Open the slot for a new ACK and give its state to fill in (every field).
+    /// Open the slot for a new ACK and give its state to fill in (every field, or with
+    /// `whole` false every field but `ss_exited` and `exit` and the socket's beyond its
+    /// window counters).
     #[inline]
-    pub(crate) fn open(&mut self) -> &mut BeforeGrowth {
-        self.open = true;
+    pub(crate) fn open(&mut self, whole: bool) -> &mut BeforeGrowth {
+        self.saved_kind = if whole { Saved::Whole } else { Saved::Counters };
         &mut self.saved
     }
 
-    /// The pending ACK's saved state, closing the slot.
-    pub(crate) fn take(&mut self) -> Option<BeforeGrowth> {
-        std::mem::replace(&mut self.open, false).then_some(self.saved)
+    /// The pending ACK's saved state and whether it is whole, closing the slot.
+    pub(crate) fn take(&mut self) -> Option<(BeforeGrowth, bool)> {
+        match std::mem::replace(&mut self.saved_kind, Saved::Nothing) {
+            Saved::Nothing => None,
+            Saved::Counters => Some((self.saved, false)),
+            Saved::Whole => Some((self.saved, true)),
+        }
     }
 
     /// Events recorded before the pending ACK's growth step (`None` without one).
     pub(crate) fn events_mut(&mut self) -> Option<&mut usize> {
-        self.open.then_some(&mut self.saved.events)
+        (self.saved_kind != Saved::Nothing).then_some(&mut self.saved.events)
+    }
+}
+
+/// The save before an ACK's growth step and the rewind to it.
+impl KernelCc {
+    /// Save what the rest of `ack` after `pkts_acked` can write ([`BeforeGrowth`]) and open
+    /// the slot that [`KernelCc::amend_last_ack`] rewinds to.
+    ///
+    /// Most ACKs (CUBIC in congestion avoidance in Open, its slow-start exit recorded, ending
+    /// no episode, revealing no loss, `bictcp_update()` stopping at its first gate) can write
+    /// only the window counters, the module's counters and the pacing inputs (never saved,
+    /// see `SockGrowth`): the state exit has nothing to do and `check_ssthresh_reached()`
+    /// returns at once. Their save is those counters, in line; any other ACK's is the whole
+    /// save, out of line.
+    #[inline(always)]
+    pub(crate) fn save_before_growth(&mut self, ack: &AckRest) {
+        let counters_only = self.tp.ca_state == CaState::Open
+            && self.ss_exited
+            && !ack.ends_episode
+            && ack.loss.is_none()
+            && !self.tp.in_slow_start(self.profile.ss_compare)
+            && self.module.growth_writes_counters_only(
+                self.tp.snd_cwnd,
+                ack.now_j,
+                self.clock.hz(),
+            );
+        if !counters_only {
+            // A copy for the call: `ack` itself keeps no address and stays in registers.
+            self.save_whole_before_growth(&{ *ack });
+            return;
+        }
+        let b = self.before_growth.open(false);
+        b.ack = *ack;
+        self.tp.save_growth(&mut b.tp, false);
+        self.module.save_counters(&mut b.module);
+        b.guards = self.guards;
+        b.events = self.events.len();
+        #[cfg(debug_assertions)]
+        self.keep_whole_before_growth();
+    }
+
+    /// [`KernelCc::save_before_growth`] of an ACK that may write more than the counters
+    /// (cold: out of the common path's way, although slow start takes it on every ACK).
+    #[cold]
+    #[inline(never)]
+    fn save_whole_before_growth(&mut self, ack: &AckRest) {
+        let in_slow_start = self.tp.in_slow_start(self.profile.ss_compare);
+        let b = self.before_growth.open(true);
+        b.ack = *ack;
+        self.tp.save_growth(&mut b.tp, true);
+        self.module.save_growth(&mut b.module, in_slow_start);
+        b.ss_exited = self.ss_exited;
+        if !self.ss_exited {
+            // Only `record_exit()` writes the exit record, and only before the exit.
+            b.exit = (self.exit_reason, self.exit_cwnd, self.exit_t_us);
+        }
+        b.guards = self.guards;
+        b.events = self.events.len();
+        #[cfg(debug_assertions)]
+        self.keep_whole_before_growth();
+    }
+
+    /// Debug builds: keep the whole socket, module and exit record beside the save, to check
+    /// every rewind and amended ACK against.
+    #[cfg(debug_assertions)]
+    fn keep_whole_before_growth(&mut self) {
+        let exit = (self.exit_reason, self.exit_cwnd, self.exit_t_us);
+        self.before_growth.saved.whole = (self.tp, self.module, (self.ss_exited, exit));
+    }
+
+    /// Put back what [`KernelCc::save_before_growth`] saved in `b` (`whole` as it was).
+    pub(crate) fn rewind_growth(&mut self, b: &BeforeGrowth, whole: bool) {
+        self.tp.restore_growth(&b.tp, whole);
+        self.module.restore_growth(&b.module);
+        if whole {
+            if !b.ss_exited {
+                (self.exit_reason, self.exit_cwnd, self.exit_t_us) = b.exit;
+            }
+            self.ss_exited = b.ss_exited;
+        }
+        self.guards = b.guards;
+        self.events.truncate(b.events);
+        #[cfg(debug_assertions)]
+        {
+            let (tp, module, exit) = b.whole;
+            // The pacing inputs are not saved (see `SockGrowth`).
+            let tp = TcpSock {
+                pacing: self.tp.pacing,
+                ..tp
+            };
+            debug_assert_eq!(
+                self.tp, tp,
+                "the rest of the ACK wrote socket state its save does not hold"
+            );
+            debug_assert_eq!(
+                self.module, module,
+                "the growth step wrote module state its save does not hold"
+            );
+            debug_assert_eq!(
+                self.exit_record(),
+                exit,
+                "the rest of the ACK wrote the exit record its save does not hold"
+            );
+        }
+    }
+
+    /// This model put back to the whole state saved in `b` (debug builds: what an amended
+    /// ACK is checked against).
+    #[cfg(debug_assertions)]
+    pub(crate) fn rewound_whole(&self, b: &BeforeGrowth) -> KernelCc {
+        let mut whole = self.clone();
+        let (tp, module, exit) = b.whole;
+        whole.tp = tp;
+        whole.module = module;
+        (
+            whole.ss_exited,
+            (whole.exit_reason, whole.exit_cwnd, whole.exit_t_us),
+        ) = exit;
+        whole.guards = b.guards;
+        whole.events.truncate(b.events);
+        whole
+    }
+
+    /// Debug builds: the state an amended ACK left is the state the same amendment left from
+    /// the whole copies (`rewound_whole`).
+    #[cfg(debug_assertions)]
+    pub(crate) fn assert_same_ack(&self, whole: &KernelCc) {
+        debug_assert_eq!(self.tp, whole.tp, "amended ACK: socket differs");
+        debug_assert_eq!(self.module, whole.module, "amended ACK: module differs");
+        debug_assert_eq!(self.exit_record(), whole.exit_record());
+        debug_assert_eq!(self.events, whole.events, "amended ACK: events differ");
+        debug_assert_eq!(
+            (self.guards, self.reductions, self.rto_resets),
+            (whole.guards, whole.reductions, whole.rto_resets)
+        );
+        debug_assert_eq!(
+            (self.rto_unanswered, self.t_us),
+            (whole.rto_unanswered, whole.t_us)
+        );
+    }
+
+    /// `ss_exited` and the exit record.
+    #[cfg(debug_assertions)]
+    fn exit_record(&self) -> SsExitRecord {
+        (
+            self.ss_exited,
+            (self.exit_reason, self.exit_cwnd, self.exit_t_us),
+        )
     }
 }
 
@@ -579,6 +817,8 @@ impl KernelCc {
         self.record_exit(self.t_us, cwnd, ssthresh, ExitReason::SsthreshReached);
     }
 
+    // Cold: once per slow start, off the per-ACK path of `check_ssthresh_reached`.
+    #[cold]
     pub(crate) fn record_exit(&mut self, t_us: u64, cwnd: u32, ssthresh: u32, reason: ExitReason) {
         self.ss_exited = true;
         self.exit_reason = Some(reason);

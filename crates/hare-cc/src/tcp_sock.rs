@@ -101,7 +101,14 @@ crate::accessors!(TcpSock {
 /// reveals no loss: saved before it so that a loss quinn reports after the frame can rewind
 /// it (`driver.rs`). Only these, not the whole socket: the whole copy's wide loads overlapped
 /// fields this ACK and the last send had just written, which a store cannot forward to.
-/// Debug builds also keep the whole socket and check after every rewind that the two agree.
+///
+/// Not the pacing inputs: that rest ends in `tcp_update_pacing_rate()`, which rewrites them
+/// whole, and nothing in it reads them before (HyStart's ACK-train cushion reads the rate in
+/// `pkts_acked`, before the save, and in 2.6.20 - 2.6.22's `measure_delay()` only on an ACK
+/// that reveals no loss, which an amended ACK never is). The window counters (`snd_cwnd`,
+/// `snd_cwnd_cnt`) are saved on every ACK; the other fields only when the ACK can reach the
+/// code that writes them ([`TcpSock::save_growth`]). Debug builds also keep the whole socket
+/// and check every rewind and every amended ACK against it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SockGrowth {
     snd_cwnd: u32,
@@ -110,39 +117,46 @@ pub(crate) struct SockGrowth {
     ca_state: CaState,
     undo_marker: bool,
     high_seq: u64,
-    pacing: PacingInputs,
 }
 
 impl TcpSock {
-    /// What the rest of an ACK can write (see [`SockGrowth`]).
+    /// Save into `g` what the rest of an ACK can write (see [`SockGrowth`]): the window
+    /// counters, and with `whole` also ssthresh and the CA state's fields. Without `whole`
+    /// the caller has made sure the ACK cannot write those: in `TCP_CA_Open`, out of slow
+    /// start, ending no episode, the growth step writes only the counters and the state
+    /// exit has nothing to do.
     #[inline(always)]
-    pub(crate) fn growth(&self) -> SockGrowth {
-        SockGrowth {
-            snd_cwnd: self.snd_cwnd,
-            snd_cwnd_cnt: self.snd_cwnd_cnt,
-            snd_ssthresh: self.snd_ssthresh,
-            ca_state: self.ca_state,
-            undo_marker: self.undo_marker,
-            high_seq: self.high_seq,
-            pacing: self.pacing,
+    pub(crate) fn save_growth(&self, g: &mut SockGrowth, whole: bool) {
+        (g.snd_cwnd, g.snd_cwnd_cnt) = (self.snd_cwnd, self.snd_cwnd_cnt);
+        if whole {
+            g.snd_ssthresh = self.snd_ssthresh;
+            (g.ca_state, g.undo_marker, g.high_seq) =
+                (self.ca_state, self.undo_marker, self.high_seq);
         }
     }
 
-    /// Put back a [`TcpSock::growth`], every field by name.
-    pub(crate) fn set_growth(&mut self, g: SockGrowth) {
-        let SockGrowth {
-            snd_cwnd,
-            snd_cwnd_cnt,
-            snd_ssthresh,
-            ca_state,
-            undo_marker,
-            high_seq,
-            pacing,
-        } = g;
-        (self.snd_cwnd, self.snd_cwnd_cnt, self.snd_ssthresh) =
-            (snd_cwnd, snd_cwnd_cnt, snd_ssthresh);
-        (self.ca_state, self.undo_marker, self.high_seq) = (ca_state, undo_marker, high_seq);
-        self.pacing = pacing;
+    /// Put back what [`TcpSock::save_growth`] saved with the same `whole`.
+    pub(crate) fn restore_growth(&mut self, g: &SockGrowth, whole: bool) {
+        (self.snd_cwnd, self.snd_cwnd_cnt) = (g.snd_cwnd, g.snd_cwnd_cnt);
+        if whole {
+            self.snd_ssthresh = g.snd_ssthresh;
+            (self.ca_state, self.undo_marker, self.high_seq) =
+                (g.ca_state, g.undo_marker, g.high_seq);
+        }
+    }
+
+    /// An empty [`SockGrowth`] (the fields of this socket: any values serve).
+    pub(crate) fn empty_growth(&self) -> SockGrowth {
+        let mut g = SockGrowth {
+            snd_cwnd: 0,
+            snd_cwnd_cnt: 0,
+            snd_ssthresh: 0,
+            ca_state: CaState::Open,
+            undo_marker: false,
+            high_seq: 0,
+        };
+        self.save_growth(&mut g, true);
+        g
     }
 
     /// A fresh socket with `cwnd` segments, infinite ssthresh and the given clamp, with a
