@@ -13,26 +13,19 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::control::{lock, spawn_reader, Ctl, ReadEnd, Reading};
+use super::standby::{Standby, Standbys};
 use crate::channels::{ControlRead, ControlWrite};
 use crate::protocol::{write_frame, ToReceiver};
 
 /// How long moving the channel may take (the take-over and what is said again).
 const MOVE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A further connection's join stream, kept open for a move.
-pub(super) struct Standby {
-    /// The connection's number within the job.
-    pub(super) number: u16,
-    pub(super) conn: quinn::Connection,
-    pub(super) control: (ControlRead, ControlWrite),
-}
-
 /// Where the channel may move: the job's first connection (whose loss allows it) and the
 /// further connections' streams, in order.
 pub(super) struct Moves {
     pub(super) first: quinn::Connection,
     /// Filled as the further connections join.
-    pub(super) standby: super::join::Standbys,
+    pub(super) standby: Standbys,
 }
 
 /// The writer's state.
@@ -197,6 +190,6 @@ fn said_again(m: &ToReceiver) -> Option<Option<u32>> {
 }
 
 /// The lowest-numbered join stream not tried yet (the lock is not held past the call).
-fn next_standby(standby: &super::join::Standbys) -> Option<Standby> {
+fn next_standby(standby: &Standbys) -> Option<Standby> {
     super::control::lock(standby).pop_front()
 }

@@ -6,7 +6,6 @@
 //! their streams from the main runtime. They join while the job already runs on connection
 //! 0, which would otherwise wait two round trips (handshake and join) before its first byte.
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,8 +17,8 @@ use tokio::task::JoinSet;
 
 use super::connect::{connect, Connected};
 use super::control::lock;
-use super::control_move::Standby;
 use super::opener::Opener;
+use super::standby::{Standby, Standbys};
 use super::stripes::Stripes;
 use super::SendOptions;
 use crate::error::{Result, TransferError};
@@ -38,9 +37,6 @@ pub(super) struct Roster {
     /// Set when the job is over: a join that fails after it is not worth a warning.
     over: Arc<AtomicBool>,
 }
-
-/// The further connections' join streams, by connection number.
-pub(super) type Standbys = Arc<Mutex<VecDeque<Standby>>>;
 
 impl Roster {
     /// Connections 1 to N-1 of `stripes`, none joined yet.

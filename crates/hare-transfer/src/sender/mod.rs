@@ -51,6 +51,7 @@ mod retry;
 mod reverse_in;
 mod reverse_out;
 mod run_loop;
+mod standby;
 mod stripes;
 mod tasks;
 mod tls_text;
