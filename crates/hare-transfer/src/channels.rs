@@ -192,6 +192,17 @@ impl DataIn {
 
     /// The next piece of payload and its offset from the payload start; `None` at the end.
     pub async fn next(&mut self) -> Result<Option<(u64, Bytes)>> {
+        self.read(false).await
+    }
+
+    /// [`DataIn::next`] for a bulk stream: a stream the sender reset because its time was up
+    /// (`-T`) ends there, even when the reset outruns this side's own clock of the job's
+    /// time.
+    pub(crate) async fn next_bulk(&mut self) -> Result<Option<(u64, Bytes)>> {
+        self.read(true).await
+    }
+
+    async fn read(&mut self, time_up_ends: bool) -> Result<Option<(u64, Bytes)>> {
         match self {
             DataIn::Quic(s, _, _) => match s.read_chunk(usize::MAX, false).await {
                 Ok(Some(c)) => {
@@ -204,10 +215,9 @@ impl DataIn {
                     Ok(Some((off, c.bytes)))
                 }
                 Ok(None) => Ok(None),
-                // A timed bulk stream the sender reset at its time (`-T`): it ends there, even
-                // when the reset outruns this side's own clock of the job's time.
                 Err(quinn::ReadError::Reset(code))
-                    if code == quinn::VarInt::from_u32(crate::protocol::close::TIME_UP) =>
+                    if time_up_ends
+                        && code == quinn::VarInt::from_u32(crate::protocol::close::TIME_UP) =>
                 {
                     Ok(None)
                 }

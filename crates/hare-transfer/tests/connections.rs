@@ -216,22 +216,26 @@ fn big_file_with_a_cut(cut: usize, after: u64) -> SendOutcome {
     out
 }
 
-/// A bulk job of `bytes` (`-n`) in one stream per connection over three connections,
-/// through a relay that blackholes connection `cut` once `after` bytes of it went through:
-/// the stream it carried continues on another connection and exactly `bytes` arrive.
-fn bulk_with_a_cut(cut: usize, after: u64) -> SendOutcome {
+/// A bulk job of `size` (`-n`) or `seconds` (`-T`) in one stream per connection over three
+/// connections, through a relay that blackholes connection `cut` once `after` bytes of it
+/// went through: the stream it carried continues on another connection, which the sender
+/// says, and the job succeeds.
+fn bulk_with_a_cut(
+    cut: usize,
+    after: u64,
+    (size, seconds): (Option<u64>, Option<f64>),
+) -> SendOutcome {
     let f = fixture(None);
     let relay = relay::Relay::start(f.recv.addr, Some((cut, after)));
     let bulk = SendJob::Bulk {
-        bytes: Some(64 << 20),
-        seconds: None,
+        bytes: size,
+        seconds,
         streams: 1,
     };
     let mut o = quick_to_notice(send_options(relay.addr, f.recv.trust(), bulk));
     o.connections = 3;
     let out = run(o);
     assert!(relay.cut_happened(), "the relay cut connection {cut}");
-    assert_eq!(out.run.summary.as_ref().map(|s| s.bytes), Some(64 << 20));
     let said = out.run.events.iter().any(|e| {
         matches!(&e.kind, EventKind::Note { message }
             if message.contains("it continues on another from byte"))
@@ -240,24 +244,20 @@ fn bulk_with_a_cut(cut: usize, after: u64) -> SendOutcome {
     out
 }
 
+/// [`bulk_with_a_cut`] of 64 MiB: exactly that arrives.
+fn sized_bulk_with_a_cut(cut: usize, after: u64) {
+    let out = bulk_with_a_cut(cut, after, (Some(64 << 20), None));
+    assert_eq!(out.run.summary.as_ref().map(|s| s.bytes), Some(64 << 20));
+}
+
 #[test]
 fn a_bulk_stream_whose_connection_is_cut_off_continues_on_another() {
-    bulk_with_a_cut(1, 1 << 20);
+    sized_bulk_with_a_cut(1, 1 << 20);
 }
 
 #[test]
 fn a_timed_bulk_job_keeps_its_streams_when_a_connection_is_cut_off() {
-    let f = fixture(None);
-    let relay = relay::Relay::start(f.recv.addr, Some((1, 1 << 20)));
-    let bulk = SendJob::Bulk {
-        bytes: None,
-        seconds: Some(4.0),
-        streams: 1,
-    };
-    let mut o = quick_to_notice(send_options(relay.addr, f.recv.trust(), bulk));
-    o.connections = 3;
-    let out = run(o);
-    assert!(relay.cut_happened(), "the relay cut connection 1");
+    let out = bulk_with_a_cut(1, 1 << 20, (None, Some(4.0)));
     let ran = out.run.summary.as_ref().map_or(0.0, |s| s.seconds);
     assert!(ran >= 3.9, "the job ran its time: {ran} s");
 }
@@ -265,7 +265,7 @@ fn a_timed_bulk_job_keeps_its_streams_when_a_connection_is_cut_off() {
 #[test]
 fn a_bulk_job_whose_first_connection_is_cut_off_completes() {
     // Connection 0 carries the control channel too: it moves, and the stream continues.
-    bulk_with_a_cut(0, 4 << 20);
+    sized_bulk_with_a_cut(0, 4 << 20);
 }
 
 #[test]

@@ -24,7 +24,7 @@ pub(super) async fn bulk_stream(
     time_up: Option<Instant>,
 ) -> Result<BulkEnd> {
     loop {
-        let b = match input.next().await {
+        let b = match input.next_bulk().await {
             Ok(Some((_, b))) => b,
             Ok(None) => break,
             // A timed job's streams end with a reset once the sender's time is up (it
