@@ -182,22 +182,7 @@ impl QuicSampler {
             delivered: None,
             delivered_streams: Vec::new(),
         };
-        let raw = if self.hare {
-            self.observer
-                .drain_all()
-                .into_iter()
-                .filter_map(|(_, e)| cc_event_record(e))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let mut events: Vec<Event> = raw
-            .iter()
-            .map(|e| Event {
-                t_s: self.run_s(e.t_us()),
-                kind: EventKind::Cc { event: e.clone() },
-            })
-            .collect();
+        let (mut events, raw) = self.cc_events();
         if !self.hare && !self.exit_seen && ssthresh_bytes.is_some() {
             // quinn's built-ins publish nothing: infer the exit from ssthresh turning finite
             // (only a congestion event sets it, so the reason is a loss).
@@ -212,6 +197,29 @@ impl QuicSampler {
         }
         self.last = st;
         (sample, events, raw)
+    }
+
+    /// The controller's events since they were last taken (as run-log events, and raw for
+    /// the qlog sidecar), without taking a sample: a line said between two samples (an
+    /// interrupt) comes after the events that happened before it.
+    pub fn cc_events(&mut self) -> (Vec<Event>, Vec<CcEvent>) {
+        if !self.hare {
+            return (Vec::new(), Vec::new());
+        }
+        let raw: Vec<CcEvent> = self
+            .observer
+            .drain_all()
+            .into_iter()
+            .filter_map(|(_, e)| cc_event_record(e))
+            .collect();
+        let events = raw
+            .iter()
+            .map(|e| Event {
+                t_s: self.run_s(e.t_us()),
+                kind: EventKind::Cc { event: e.clone() },
+            })
+            .collect();
+        (events, raw)
     }
 
     /// Totals for the summary: packets sent and lost since the connection started, srtt and

@@ -248,6 +248,9 @@ fn interrupted_transfer_leaves_no_final_file_and_resume_completes_it() {
     std::fs::write(&p, &data).expect("w");
     let mut o = send_options(f.recv.addr, f.recv.trust(), files_job(vec![p.clone()]));
     o.rate = Some(4_000_000); // 4 Mbit/s: 2 MB take 4 s, we stop soon after data flows
+                              // Stopped before the receiver's first interval: only its answer at the interrupt can
+                              // give the summary's bytes.
+    o.interval = Duration::from_secs(60);
     let (trigger, stop) = stop_pair();
     let watched = f.dst.path().to_path_buf();
     let outcome = rt()
@@ -269,6 +272,12 @@ fn interrupted_transfer_leaves_no_final_file_and_resume_completes_it() {
     assert!(outcome.interrupted);
     assert!(!outcome.files[0].ok);
     assert!(!outcome.run.summary.as_ref().is_some_and(|s| s.completed));
+    // The summary says what the receiver had when asked at the interrupt, and the interval
+    // lines add up to it.
+    let said = outcome.run.summary.as_ref().map_or(0, |s| s.bytes);
+    assert!(said > 0 && said < data.len() as u64, "summary bytes {said}");
+    let lines: u64 = outcome.run.intervals.iter().map(|i| i.bytes).sum();
+    assert_eq!(lines, said, "{:#?}", outcome.run.intervals);
     let final_path = f.dst.path().join("big.bin");
     let part = hare_transfer::testkit::test_sender_part(f.dst.path(), "big.bin");
     // The receiver notices the abort; wait for it to cut the partial file (bounded).

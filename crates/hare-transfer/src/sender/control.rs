@@ -26,6 +26,9 @@ pub(super) enum Ctl {
     Closed(String),
     /// Reverse mode: the receiving side (hare-send) asks this side to stop sending.
     StopAsked(String),
+    /// The receiver's answer to a `progress-request`: the request's number and the payload
+    /// bytes it had received.
+    Progress(u64, u64),
     /// A line a data task says while the job runs (a changed file is sent again), for the
     /// run's log.
     Note(String),
@@ -188,8 +191,8 @@ fn forward(
                 streams,
             },
         ),
-        // Only answers to requests this sender no longer makes.
-        ToSender::Progress { .. } => return None,
+        // Asked when the user interrupts a file job (module `kept`).
+        ToSender::Progress { seq, bytes } => Ctl::Progress(seq, bytes),
         ToSender::FileRestart { index } if restarts.fire(index) => return None,
         // Said again after a move: the file was restarted already.
         ToSender::FileRestart { .. } if moved.load(Ordering::Relaxed) => return None,

@@ -34,19 +34,25 @@ pub(super) fn summarise(
     }
     let sample = rec.sample();
     let end_s = t0.elapsed().as_secs_f64();
-    let total = st
-        .done
-        .as_ref()
-        .map(|d| d.bytes)
-        .unwrap_or(st.lines.printed());
     // Ticks without a receiver interval (the job ended first) fold into the last lines, so
-    // that the intervals' bytes and losses add up to the summary's.
-    let end = st.done.as_ref().map(|d| Remote {
-        start_s: 0.0,
-        end_s: d.seconds,
-        bytes: d.bytes,
-        streams: d.streams.clone(),
-    });
+    // that the intervals' bytes and losses add up to the summary's. An interrupted file job
+    // ends at what the receiver said it kept.
+    let end = match (&st.done, st.kept) {
+        (Some(d), _) => Some(Remote {
+            start_s: 0.0,
+            end_s: d.seconds,
+            bytes: d.bytes,
+            streams: d.streams.clone(),
+        }),
+        (None, Some(kept)) => Some(Remote {
+            start_s: 0.0,
+            end_s,
+            bytes: kept.max(st.lines.printed()),
+            streams: Vec::new(),
+        }),
+        (None, None) => None,
+    };
+    let total = end.as_ref().map_or(st.lines.printed(), |e| e.bytes);
     for line in st.lines.finish(sample, end, end_s) {
         rec.log.line(line);
     }

@@ -38,6 +38,7 @@ mod grow;
 mod handshake;
 mod header;
 mod join;
+mod kept;
 mod listen;
 mod listen_more;
 mod liveness;
@@ -446,6 +447,16 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
         Opener::Tcp { .. } => SenderLines::local(),
     };
     let mut st = run_loop::run(&mut rec, &mut inputs, &cx, lines).await;
+    if st.interrupted && !cx.bulk && st.failure.is_none() && st.done.is_none() {
+        st.kept = kept::ask(
+            &shared.out_tx,
+            &mut inputs.ctl_rx,
+            &opener,
+            &mut rec,
+            &mut st,
+        )
+        .await;
+    }
     if let Some(x) = &extras {
         x.job_over();
     }

@@ -202,6 +202,15 @@ impl Probe {
         }
     }
 
+    /// The controller's events since the last sample, without sampling (kernel TCP's
+    /// controller publishes none).
+    pub(super) fn cc_events(&mut self) -> (Vec<Event>, Vec<CcEvent>) {
+        match self {
+            Probe::Quic(s) => s.cc_events(),
+            Probe::Tcp { .. } => (Vec::new(), Vec::new()),
+        }
+    }
+
     pub(super) fn max_cwnd(&self) -> u32 {
         match self {
             Probe::Quic(s) => s.max_cwnd_segments(),

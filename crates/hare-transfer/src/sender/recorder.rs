@@ -29,6 +29,12 @@ impl Recorder {
         sample
     }
 
+    /// Record the controller events collected so far, before a line said between samples.
+    pub(super) fn events_so_far(&mut self) {
+        let (events, raw) = self.probe.cc_events();
+        self.record(events, raw);
+    }
+
     fn record(&mut self, events: Vec<Event>, raw: Vec<CcEvent>) {
         if let Some(q) = self.qlog.as_mut() {
             q.cc_events(&raw);

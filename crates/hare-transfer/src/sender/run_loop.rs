@@ -76,6 +76,9 @@ pub(super) struct State {
     pub(super) failure: Option<TransferError>,
     /// The receiver's final word.
     pub(super) done: Option<Done>,
+    /// What the receiver had received when the user interrupted a file job (it keeps it
+    /// for a rerun), as it answered.
+    pub(super) kept: Option<u64>,
     /// A line for the log once the last interval lines are out (how the job spread over
     /// its connections).
     pub(super) closing_note: Option<String>,
@@ -103,6 +106,7 @@ pub(super) async fn run(
         interrupted: false,
         failure: None,
         done: None,
+        kept: None,
         data_done: false,
         ticks: 0,
         silence: Silence::new(cx.liveness, cx.t0),
@@ -202,6 +206,8 @@ fn on_control(
             let why: String = why.chars().filter(|c| !c.is_control()).take(100).collect();
             on_stop(rec, st, cx, &format!("the receiving side asked: {why}"))
         }
+        // Only the interrupted file job's last word asks (module `kept`).
+        Some(Ctl::Progress(..)) => Flow::Go,
         Some(Ctl::Note(message)) => {
             rec.log.event(Event {
                 t_s: cx.t0.elapsed().as_secs_f64(),
@@ -280,6 +286,7 @@ fn on_task(
 
 fn on_stop(rec: &mut Recorder, st: &mut State, cx: &Context<'_>, why: &str) -> Flow {
     st.interrupted = true;
+    rec.events_so_far();
     rec.log.event(Event {
         t_s: cx.t0.elapsed().as_secs_f64(),
         kind: EventKind::Note {
