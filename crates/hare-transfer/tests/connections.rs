@@ -198,6 +198,17 @@ fn a_tree_over_three_connections_arrives_whole() {
         &f.dst.path().join("tree/d0/big")
     ));
     assert_eq!(shares(&out).len(), 3);
+    // A rerun with everything in place moves nothing and says nothing of its connections.
+    let mut o = job(f.recv.addr, &f, vec![root.clone()], 3);
+    o.skip = Some(hare_transfer::SkipRule::Quick);
+    let again = run(o);
+    assert_eq!(again.run.summary.as_ref().map(|s| s.bytes), Some(0));
+    assert!(
+        !again.run.events.iter().any(|e| matches!(&e.kind,
+            EventKind::Note { message } if message.starts_with("connections:"))),
+        "{:#?}",
+        again.run.events
+    );
 }
 
 /// A 96 MiB file over three connections, every one through a relay that blackholes

@@ -463,7 +463,7 @@ pub(super) fn shares_line(st: &super::stripes::Stripes) -> String {
         .collect();
     let count = match sent.len() == st.len() {
         true => st.len().to_string(),
-        false => format!("{} of {}", sent.len(), st.len()),
+        false => format!("{} of {} joined before the job ended", sent.len(), st.len()),
     };
     format!(
         "connections: {count} (share of the UDP bytes sent: {})",
