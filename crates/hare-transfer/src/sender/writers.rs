@@ -438,6 +438,16 @@ async fn why_broken(e: String, result: &mut oneshot::Receiver<(bool, Option<Stri
     }
 }
 
+/// Why a file the receiver judged before it was all sent failed: its reason; a success
+/// then is a receiver that broke the protocol (nothing can be verified before its digest).
+fn early_verdict((ok, reason): (bool, Option<String>)) -> String {
+    match (ok, reason) {
+        (false, Some(r)) => r,
+        (false, None) => "failed on the receiver".into(),
+        (true, _) => "the receiver reported the file verified before it was all sent".into(),
+    }
+}
+
 /// `reason` without the file's own name: the report line already starts with it, and a
 /// receiver's reason may carry it again (`disk full on the receiver: file mid.bin: write
 /// failed: ...` becomes `disk full on the receiver: write failed: ...`).
@@ -554,7 +564,25 @@ async fn send_file(
             pacer,
             io.bar.as_ref(),
         );
-        match streamed.await {
+        // The receiver may judge the file while it streams: it gives a file up at once (its
+        // disk is full, the data broke a limit). Over one connection its stop breaks the
+        // stream, but ranges over several may still be acknowledged (quinn acknowledges
+        // streams nobody reads), so only the verdict ends the sending.
+        let judged = async {
+            match (&mut result).await {
+                Ok(v) => v,
+                // No verdict will come (the job is ending): the stream decides.
+                Err(_) => std::future::pending().await,
+            }
+        };
+        let streamed = tokio::select! {
+            s = streamed => s,
+            v = judged => {
+                out.reset(close::PROTOCOL);
+                return fail(early_verdict(v), offset, attempts);
+            }
+        };
+        match streamed {
             Streamed::Sent(d, grown) => {
                 if let Some(now) = grown {
                     retry
