@@ -16,10 +16,10 @@ use super::run_loop::State;
 use crate::protocol::ToReceiver;
 
 /// The longest wait for the answer, whatever the round trip (a receiver that does not
-/// answer costs the user this much after Ctrl-C).
-const LONGEST_WAIT: Duration = Duration::from_secs(2);
-/// Added to two smoothed round trips for the receiver's own turn.
-const SLACK: Duration = Duration::from_millis(250);
+/// answer costs the user this much after Ctrl-C; one that answers, its round trip).
+const LONGEST_WAIT: Duration = Duration::from_secs(3);
+/// Added to two smoothed round trips for the receiver's own turn (a busy host).
+const SLACK: Duration = Duration::from_secs(1);
 /// The request's number (one per job).
 const SEQ: u64 = 1;
 
