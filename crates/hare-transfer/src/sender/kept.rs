@@ -32,15 +32,17 @@ pub(super) async fn ask(
     rec: &mut Recorder,
     st: &mut State,
 ) -> Option<u64> {
-    out.send(ToReceiver::ProgressRequest { seq: SEQ })
-        .await
-        .ok()?;
     let srtt = match opener {
         Opener::Quic(c) => c.rtt(),
         Opener::Tcp { .. } => Duration::from_millis(250),
     };
     let wait = (2 * srtt + SLACK).min(LONGEST_WAIT);
+    // The request too is bounded: a control writer held up by the peer's flow control
+    // must not hold up the user's Ctrl-C.
     let answer = async {
+        out.send(ToReceiver::ProgressRequest { seq: SEQ })
+            .await
+            .ok()?;
         while let Some(m) = ctl_rx.recv().await {
             match m {
                 Ctl::Progress(seq, bytes) if seq == SEQ => return Some(bytes),
