@@ -468,8 +468,11 @@ pub async fn send(opts: SendOptions, stop: Stop) -> Result<SendOutcome> {
     rec.log.set_iperf(cx);
     // Said after the last interval lines, beside the summary, of a job that moved data (a
     // rerun with nothing left to send says nothing of its connections).
-    let moved = st.done.as_ref().map_or(st.kept, |d| Some(d.bytes)) > Some(0);
-    st.closing_note = stripes.as_deref().filter(|_| moved).map(join::shares_line);
+    let moved_nothing = st.done.as_ref().map(|d| d.bytes).or(st.kept) == Some(0);
+    st.closing_note = stripes
+        .as_deref()
+        .filter(|_| !moved_nothing)
+        .map(join::shares_line);
     add_refused(&mut st.reports, refused);
     st.reports.extend(link_reports);
     let (run, mut qlog) = summarise(rec, &mut st, &job, &sources, t0, &cpu, &shared.written)?;
