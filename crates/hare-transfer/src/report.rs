@@ -345,15 +345,18 @@ impl RunLog {
     /// Record and print the summary, write the JSON document, and return the run.
     pub fn finish(mut self, summary: Summary) -> Result<Run> {
         let totals = std::mem::take(&mut self.per_stream.totals);
-        let several = totals.len() > 1;
+        // A job that moved nothing (a rerun with everything in place) ends with one line,
+        // not one of zeros per connection; the JSON keeps its streams.
+        let lines: &[u64] = if summary.bytes > 0 { &totals } else { &[] };
+        let several = lines.len() > 1;
         if self.compact() {
             self.heading();
-            self.stream_lines(&totals, summary.seconds);
+            self.stream_lines(lines, summary.seconds);
             let text = compact::summary_line(several.then_some("[SUM]"), &summary);
             self.printer.line(&text);
         } else {
             let text = nuttcp::summary_line(&summary);
-            self.stream_lines(&totals, summary.seconds);
+            self.stream_lines(lines, summary.seconds);
             match several {
                 true => self.printer.line(&format!("[SUM]{text}")),
                 false => self.printer.line(&text),

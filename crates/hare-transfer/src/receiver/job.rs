@@ -497,10 +497,7 @@ async fn finish(
     if let Some(line) = job.arrivals.finish(end_s, total, &streams) {
         log.line(line);
     }
-    // A job that moved nothing ends with one line, not one of zeros per connection.
-    if total > 0 {
-        log.stream_totals(streams);
-    }
+    log.stream_totals(streams);
     if let Some(e) = &abort {
         log.event(Event {
             t_s: end_s,

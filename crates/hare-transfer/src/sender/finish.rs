@@ -62,9 +62,7 @@ pub(super) fn summarise(
             kind: hare_report::EventKind::Note { message },
         });
     }
-    // A job that moved nothing (a rerun with everything in place) ends with one line, not
-    // one of zeros per connection.
-    if let Some(d) = st.done.as_ref().filter(|d| d.bytes > 0) {
+    if let Some(d) = &st.done {
         rec.log.stream_totals(d.streams.clone());
     }
     // Only a run that reached its time discarded anything on purpose; a failed one says why.
