@@ -793,8 +793,13 @@ impl Running {
             reason,
             code,
         };
-        self.said.push(verdict.clone());
-        match out.send(&verdict).await {
+        self.say_kept(verdict, out).await
+    }
+
+    /// Say `m` to the sender and keep it, to be said again after the control channel moves.
+    async fn say_kept(&mut self, m: ToSender, out: &mut Out) -> Step {
+        self.said.push(m.clone());
+        match out.send(&m).await {
             Ok(()) => Step::Go,
             Err(e) => Step::Stop(Some(e)),
         }

@@ -122,10 +122,6 @@ impl Running {
             received,
             attempt,
         };
-        self.said.push(m.clone());
-        match out.send(&m).await {
-            Ok(()) => Step::Go,
-            Err(e) => Step::Stop(Some(e)),
-        }
+        self.say_kept(m, out).await
     }
 }
